@@ -1,0 +1,6 @@
+// deepwell C++ API: everything a C++ engine needs, in one include.
+#pragma once
+
+#include "deepwell/attention.hpp"
+#include "deepwell/core.hpp"
+#include "deepwell/gemm.hpp"

@@ -1,0 +1,188 @@
+"""The deepwell ops: framework-neutral entry points over the native library.
+
+Every function accepts torch tensors (CPU or CUDA), numpy arrays (CPU) or other DLPack tensors,
+runs CUDA work on the caller's current stream, and raises ValueError / TypeError /
+NotImplementedError with the library's message on bad input.
+"""
+from __future__ import annotations
+
+from . import _tensors as T
+
+_ACTIVATIONS = {"none": 0, "relu": 1, "gelu": 2, "gelu_erf": 2, "gelu_tanh": 3, "silu": 4}
+
+
+def _native():
+    from . import _C
+
+    return _C
+
+
+def _window(window, causal: bool):
+    if window is None:
+        return -1, -1
+    if not isinstance(window, (tuple, list)) or len(window) != 2:
+        raise TypeError(f"argument 'window': expected a (left, right) pair, got {window!r}")
+    left, right = window
+    out = []
+    for side, val in (("left", left), ("right", right)):
+        if val is None:
+            out.append(-1)
+        elif isinstance(val, int) and not isinstance(val, bool):
+            out.append(val if val >= 0 else -1)
+        else:
+            raise TypeError(f"argument 'window': expected int or None for the {side} side, "
+                            f"got {val!r}")
+    return out[0], out[1]
+
+
+def _scale(scale) -> float:
+    if scale is None:
+        return float("nan")
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise TypeError(f"argument 'scale': expected a float, got {type(scale).__name__}")
+    if not scale > 0:
+        raise ValueError(f"argument 'scale': expected a positive value, got {scale}")
+    return float(scale)
+
+
+def _max_len(value, name: str) -> int:
+    if value is None:
+        return -1
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"argument '{name}': expected an int, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"argument '{name}': expected a non-negative int, got {value}")
+    return value
+
+
+def _lse_shape(q, varlen: bool):
+    if varlen and q.ndim == 3:
+        return (q.shape[1], q.shape[0])
+    if not varlen and q.ndim == 4:
+        return (q.shape[0], q.shape[2], q.shape[1])
+    return None  # wrong rank: the native check reports it
+
+
+def attention(q, k, v, *, causal: bool = False, window=None, scale=None, bias=None,
+              cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
+              return_lse: bool = False, out=None):
+    """Fused multi-head attention forward.
+
+    q: (B, Sq, Hq, D) and k, v: (B, Sk, Hkv, D), any strides with the last dim contiguous; or
+    packed variable-length (total, H, D) with cu_seqlens_q / cu_seqlens_k (int32, B + 1) and
+    max_seqlen_q / max_seqlen_k. Hq must be a multiple of Hkv (GQA/MQA). causal masks are
+    bottom-right aligned when Sq != Sk; window = (left, right) keeps keys within those distances
+    of the diagonal (None = unbounded). scale defaults to 1/sqrt(D). bias (B|1, Hq|1, Sq, Sk) is
+    added to the scores (CPU only). Returns out, or (out, lse) with lse fp32 (B, Hq, Sq) /
+    (Hq, total_q) when return_lse.
+    """
+    if T.is_torch(q):
+        import torch
+
+        needs_graph = torch.compiler.is_compiling() or (
+            torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad))
+        if needs_graph:
+            from . import torch_ops
+
+            res = torch_ops.attention(q, k, v, causal=causal, window=_window(window, causal),
+                                      scale=_scale(scale), bias=bias, cu_seqlens_q=cu_seqlens_q,
+                                      cu_seqlens_k=cu_seqlens_k,
+                                      max_seqlen_q=_max_len(max_seqlen_q, "max_seqlen_q"),
+                                      max_seqlen_k=_max_len(max_seqlen_k, "max_seqlen_k"))
+            return res if return_lse else res[0]
+    varlen = cu_seqlens_q is not None
+    if out is None:
+        out = T.empty(q, tuple(q.shape)) if hasattr(q, "shape") else None
+    lse = None
+    if return_lse:
+        shape = _lse_shape(q, varlen)
+        lse = T.empty(q, shape if shape is not None else (0,), T.F32)
+    forward_into(q, k, v, out, lse, causal=causal, window=window, scale=scale, bias=bias,
+                 cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+                 max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k)
+    return (out, lse) if return_lse else out
+
+
+def forward_into(q, k, v, out, lse, *, causal=False, window=None, scale=None, bias=None,
+                 cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None):
+    """attention() writing into given out (and optional lse) tensors."""
+    wl, wr = _window(window, causal)
+    _native().attention_forward(
+        T.describe(q, "q"), T.describe(k, "k"), T.describe(v, "v"), T.describe(out, "out"),
+        T.describe(lse, "lse"), T.describe(cu_seqlens_q, "cu_seqlens_q"),
+        T.describe(cu_seqlens_k, "cu_seqlens_k"), _max_len(max_seqlen_q, "max_seqlen_q"),
+        _max_len(max_seqlen_k, "max_seqlen_k"), T.describe(bias, "bias"), _scale(scale),
+        bool(causal), wl, wr, T.stream_of(q))
+
+
+def attention_backward(dout, q, k, v, out, lse, *, causal: bool = False, window=None, scale=None,
+                       bias=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
+                       max_seqlen_k=None):
+    """Gradients (dq, dk, dv) of attention() given dout, the forward's out and lse (CPU)."""
+    dq = T.empty(q, tuple(q.shape))
+    dk = T.empty(k, tuple(k.shape))
+    dv = T.empty(v, tuple(v.shape))
+    wl, wr = _window(window, causal)
+    _native().attention_backward(
+        T.describe(q, "q"), T.describe(k, "k"), T.describe(v, "v"), T.describe(out, "out"),
+        T.describe(dout, "dout"), T.describe(lse, "lse"), T.describe(dq, "dq"),
+        T.describe(dk, "dk"), T.describe(dv, "dv"), T.describe(cu_seqlens_q, "cu_seqlens_q"),
+        T.describe(cu_seqlens_k, "cu_seqlens_k"), _max_len(max_seqlen_q, "max_seqlen_q"),
+        _max_len(max_seqlen_k, "max_seqlen_k"), T.describe(bias, "bias"), _scale(scale),
+        bool(causal), wl, wr, T.stream_of(q))
+    return dq, dk, dv
+
+
+def _gemm_out_shape(a, b):
+    try:
+        an, bn = len(a.shape), len(b.shape)
+        if an not in (2, 3) or bn not in (2, 3):
+            return None
+        m, n = a.shape[-2], b.shape[-1]
+        if an == 3 or bn == 3:
+            batch = max(a.shape[0] if an == 3 else 1, b.shape[0] if bn == 3 else 1)
+            return (batch, m, n)
+        return (m, n)
+    except (AttributeError, TypeError):
+        return None
+
+
+def gemm(a, b, *, bias=None, c=None, alpha: float = 1.0, beta: float = 0.0,
+         activation: str = "none", residual=None, out_dtype=None, out=None):
+    """D = act(alpha * a @ b + beta * c + bias) + residual.
+
+    a: (M, K) or (batch, M, K); b: (K, N) or (batch, K, N); any strides (row- or column-major).
+    activation: none, relu, gelu (erf), gelu_tanh or silu. out_dtype: the output dtype (a torch or
+    numpy dtype; default: a's dtype).
+    """
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"argument 'activation': expected one of {sorted(_ACTIVATIONS)}, "
+                         f"got {activation!r}")
+    for name, val in (("alpha", alpha), ("beta", beta)):
+        if isinstance(val, bool) or not isinstance(val, (int, float)):
+            raise TypeError(f"argument '{name}': expected a float, got {type(val).__name__}")
+    if out is None:
+        shape = _gemm_out_shape(a, b)
+        code = None if out_dtype is None else _dtype_code(out_dtype)
+        out = T.empty(a, shape if shape is not None else (0, 0), code)
+    _native().gemm(T.describe(a, "a"), T.describe(b, "b"), T.describe(out, "out"),
+                   T.describe(c, "c"), T.describe(bias, "bias"), T.describe(residual, "residual"),
+                   float(alpha), float(beta), _ACTIVATIONS[activation], T.stream_of(a))
+    return out
+
+
+def _dtype_code(dtype) -> int:
+    name = str(dtype).replace("torch.", "")
+    codes = {"float32": T.F32, "float16": T.F16, "bfloat16": T.BF16, "half": T.F16,
+             "float": T.F32}
+    if name not in codes:
+        try:
+            import numpy as np
+
+            name = np.dtype(dtype).name
+        except TypeError:
+            pass
+    if name not in codes:
+        raise TypeError(f"argument 'out_dtype': expected float32, float16 or bfloat16, "
+                        f"got {dtype}")
+    return codes[name]

@@ -1,0 +1,226 @@
+// deepwell._C: thin nanobind bindings over the C++ API.
+//
+// Tensors arrive as descriptor tuples (data_ptr, dtype_code, device_type, device_index, shape,
+// strides) built by python/deepwell/_tensors.py from torch tensors, numpy arrays or any DLPack
+// producer; reading a tuple costs far less than a DLPack round trip, which matters for small
+// attention calls. No torch headers are involved. Errors map to Python exceptions by status code:
+// invalid argument -> ValueError, wrong dtype -> TypeError, not supported -> NotImplementedError,
+// anything else -> RuntimeError, each carrying the library's message.
+#include <Python.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+
+#include <string>
+
+#include "deepwell/deepwell.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using deepwell::Status;
+using deepwell::StatusCode;
+using deepwell::TensorView;
+
+namespace {
+
+[[noreturn]] void raise(const Status& s) {
+  PyObject* type = PyExc_RuntimeError;
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument: type = PyExc_ValueError; break;
+    case StatusCode::kInvalidDType: type = PyExc_TypeError; break;
+    case StatusCode::kNotSupported: type = PyExc_NotImplementedError; break;
+    case StatusCode::kOutOfMemory: type = PyExc_MemoryError; break;
+    default: break;
+  }
+  PyErr_SetString(type, s.message().c_str());
+  throw nb::python_error();
+}
+
+void check(const Status& s) {
+  if (!s.ok()) raise(s);
+}
+
+[[noreturn]] void type_error(const char* name, const char* what) {
+  raise(Status(StatusCode::kInvalidDType,
+               std::string("argument '") + name + "': expected " + what));
+}
+
+int64_t as_i64(PyObject* o, const char* name) {
+  long long v = PyLong_AsLongLong(o);
+  if (v == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    type_error(name, "a tensor descriptor with integer fields");
+  }
+  return v;
+}
+
+// (data_ptr, dtype, device_type, device_index, shape, strides) -> TensorView
+TensorView parse(nb::handle h, const char* name) {
+  PyObject* t = h.ptr();
+  if (t == Py_None) type_error(name, "a tensor, got None");
+  if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 6) {
+    type_error(name, "a tensor (internal descriptor tuple of 6 fields)");
+  }
+  TensorView v;
+  v.data = reinterpret_cast<void*>(static_cast<uintptr_t>(as_i64(PyTuple_GET_ITEM(t, 0), name)));
+  v.dtype = static_cast<deepwell::DType>(as_i64(PyTuple_GET_ITEM(t, 1), name));
+  v.device = {static_cast<deepwell::DeviceType>(as_i64(PyTuple_GET_ITEM(t, 2), name)),
+              static_cast<int32_t>(as_i64(PyTuple_GET_ITEM(t, 3), name))};
+  PyObject* shape = PyTuple_GET_ITEM(t, 4);
+  PyObject* strides = PyTuple_GET_ITEM(t, 5);
+  if (!PyTuple_Check(shape) || !PyTuple_Check(strides) ||
+      PyTuple_GET_SIZE(shape) != PyTuple_GET_SIZE(strides)) {
+    type_error(name, "a tensor descriptor with matching shape and strides tuples");
+  }
+  Py_ssize_t nd = PyTuple_GET_SIZE(shape);
+  if (nd > deepwell::kMaxDims) {
+    raise(Status(StatusCode::kInvalidArgument,
+                 std::string("argument '") + name + "': expected at most 8 dimensions, got " +
+                     std::to_string(nd)));
+  }
+  v.ndim = static_cast<int32_t>(nd);
+  for (Py_ssize_t i = 0; i < nd; ++i) {
+    v.shape[i] = as_i64(PyTuple_GET_ITEM(shape, i), name);
+    v.strides[i] = as_i64(PyTuple_GET_ITEM(strides, i), name);
+  }
+  return v;
+}
+
+// Optional tensor: None -> not present.
+struct Opt {
+  TensorView view;
+  bool present = false;
+  Opt(nb::handle h, const char* name) {
+    if (!h.is_none()) {
+      view = parse(h, name);
+      present = true;
+    }
+  }
+  const TensorView* get() const { return present ? &view : nullptr; }
+};
+
+deepwell::Context context(uintptr_t stream) {
+  return {reinterpret_cast<void*>(stream), nullptr, 0};
+}
+
+// Long CPU computations run without the GIL; GPU launches are quick and keep it.
+template <class Fn>
+Status run(bool cpu, Fn&& fn) {
+  if (!cpu) return fn();
+  nb::gil_scoped_release release;
+  return fn();
+}
+
+void attention_forward(nb::handle q, nb::handle k, nb::handle v, nb::handle out, nb::handle lse,
+                       nb::handle cu_q, nb::handle cu_k, int64_t max_q, int64_t max_k,
+                       nb::handle bias, float scale, bool causal, int64_t window_left,
+                       int64_t window_right, uintptr_t stream) {
+  deepwell::AttentionForwardArgs a;
+  a.q = parse(q, "q");
+  a.k = parse(k, "k");
+  a.v = parse(v, "v");
+  a.out = parse(out, "out");
+  Opt olse(lse, "lse"), ocq(cu_q, "cu_seqlens_q"), ock(cu_k, "cu_seqlens_k"), ob(bias, "bias");
+  a.lse = olse.get();
+  a.cu_seqlens_q = ocq.get();
+  a.cu_seqlens_k = ock.get();
+  a.bias = ob.get();
+  a.max_seqlen_q = max_q;
+  a.max_seqlen_k = max_k;
+  a.softmax_scale = scale;
+  a.mask = {causal, window_left, window_right};
+  const bool cpu = a.q.device.type == deepwell::DeviceType::kCPU;
+  check(run(cpu, [&] { return deepwell::attention_forward(a, context(stream)); }));
+}
+
+void attention_backward(nb::handle q, nb::handle k, nb::handle v, nb::handle out, nb::handle dout,
+                        nb::handle lse, nb::handle dq, nb::handle dk, nb::handle dv,
+                        nb::handle cu_q, nb::handle cu_k, int64_t max_q, int64_t max_k,
+                        nb::handle bias, float scale, bool causal, int64_t window_left,
+                        int64_t window_right, uintptr_t stream) {
+  deepwell::AttentionBackwardArgs a;
+  a.q = parse(q, "q");
+  a.k = parse(k, "k");
+  a.v = parse(v, "v");
+  a.out = parse(out, "out");
+  a.dout = parse(dout, "dout");
+  a.lse = parse(lse, "lse");
+  a.dq = parse(dq, "dq");
+  a.dk = parse(dk, "dk");
+  a.dv = parse(dv, "dv");
+  Opt ocq(cu_q, "cu_seqlens_q"), ock(cu_k, "cu_seqlens_k"), ob(bias, "bias");
+  a.cu_seqlens_q = ocq.get();
+  a.cu_seqlens_k = ock.get();
+  a.bias = ob.get();
+  a.max_seqlen_q = max_q;
+  a.max_seqlen_k = max_k;
+  a.softmax_scale = scale;
+  a.mask = {causal, window_left, window_right};
+  const bool cpu = a.q.device.type == deepwell::DeviceType::kCPU;
+  check(run(cpu, [&] { return deepwell::attention_backward(a, context(stream)); }));
+}
+
+void gemm(nb::handle a_, nb::handle b_, nb::handle d_, nb::handle c_, nb::handle bias_,
+          nb::handle residual_, float alpha, float beta, int32_t activation, uintptr_t stream) {
+  deepwell::GemmArgs g;
+  g.a = parse(a_, "a");
+  g.b = parse(b_, "b");
+  g.d = parse(d_, "d");
+  Opt oc(c_, "c"), ob(bias_, "bias"), orr(residual_, "residual");
+  g.c = oc.get();
+  g.bias = ob.get();
+  g.residual = orr.get();
+  g.alpha = alpha;
+  g.beta = beta;
+  g.activation = static_cast<deepwell::Activation>(activation);
+  const bool cpu = g.a.device.type == deepwell::DeviceType::kCPU;
+  check(run(cpu, [&] { return deepwell::gemm(g, context(stream)); }));
+}
+
+// Generic DLPack import for producers other than torch and numpy: returns the descriptor tuple.
+// The caller keeps the source object alive for the duration of the op.
+nb::tuple dlpack_descriptor(nb::ndarray<nb::ro> a) {
+  const auto dt = a.dtype();
+  int code = -1;
+  using nb::dlpack::dtype_code;
+  if (dt.lanes == 1) {
+    if (dt.code == static_cast<uint8_t>(dtype_code::Float) && dt.bits == 32) code = 0;
+    if (dt.code == static_cast<uint8_t>(dtype_code::Float) && dt.bits == 16) code = 1;
+    if (dt.code == static_cast<uint8_t>(dtype_code::Bfloat) && dt.bits == 16) code = 2;
+    if (dt.code == static_cast<uint8_t>(dtype_code::Int) && dt.bits == 32) code = 8;
+    if (dt.code == static_cast<uint8_t>(dtype_code::UInt) && dt.bits == 8) code = 9;
+  }
+  if (code < 0) {
+    type_error("tensor", "a DLPack tensor of float32, float16, bfloat16, int32 or uint8");
+  }
+  nb::list shape, strides;
+  for (size_t i = 0; i < a.ndim(); ++i) {
+    shape.append(static_cast<int64_t>(a.shape(i)));
+    strides.append(static_cast<int64_t>(a.stride(i)));
+  }
+  const int dev = a.device_type() == nb::device::cuda::value ? 2
+                  : a.device_type() == nb::device::cpu::value ? 1 : a.device_type();
+  return nb::make_tuple(reinterpret_cast<uintptr_t>(a.data()), code, dev, a.device_id(),
+                        nb::tuple(shape), nb::tuple(strides));
+}
+
+}  // namespace
+
+NB_MODULE(_C, m) {
+  m.doc() = "deepwell native bindings (internal; use the deepwell package)";
+  m.def("version", [] { return std::string(deepwell::version()); });
+  m.def("built_with_cuda", [] { return deepwell::built_with_cuda(); });
+  // Tensor arguments accept None (optional tensors); the library reports a missing required one.
+  m.def("attention_forward", &attention_forward, "q"_a.none(), "k"_a.none(), "v"_a.none(),
+        "out"_a.none(), "lse"_a.none(), "cu_seqlens_q"_a.none(), "cu_seqlens_k"_a.none(),
+        "max_seqlen_q"_a, "max_seqlen_k"_a, "bias"_a.none(), "scale"_a, "causal"_a,
+        "window_left"_a, "window_right"_a, "stream"_a);
+  m.def("attention_backward", &attention_backward, "q"_a.none(), "k"_a.none(), "v"_a.none(),
+        "out"_a.none(), "dout"_a.none(), "lse"_a.none(), "dq"_a.none(), "dk"_a.none(),
+        "dv"_a.none(), "cu_seqlens_q"_a.none(), "cu_seqlens_k"_a.none(), "max_seqlen_q"_a,
+        "max_seqlen_k"_a, "bias"_a.none(), "scale"_a, "causal"_a, "window_left"_a,
+        "window_right"_a, "stream"_a);
+  m.def("gemm", &gemm, "a"_a.none(), "b"_a.none(), "d"_a.none(), "c"_a.none(), "bias"_a.none(),
+        "residual"_a.none(), "alpha"_a, "beta"_a, "activation"_a, "stream"_a);
+  m.def("dlpack_descriptor", &dlpack_descriptor);
+}

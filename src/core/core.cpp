@@ -1,0 +1,108 @@
+// Core types: dtype and device names, tensor view helpers, version.
+#include <sstream>
+
+#include "deepwell/core.hpp"
+#include "deepwell/deepwell.h"
+
+namespace deepwell {
+
+std::string_view dtype_name(DType dt) {
+  switch (dt) {
+    case DType::kF32: return "f32";
+    case DType::kF16: return "f16";
+    case DType::kBF16: return "bf16";
+    case DType::kE4M3: return "e4m3";
+    case DType::kE5M2: return "e5m2";
+    case DType::kE2M1: return "e2m1";
+    case DType::kUE8M0: return "ue8m0";
+    case DType::kUE4M3: return "ue4m3";
+    case DType::kI32: return "i32";
+    case DType::kU8: return "u8";
+  }
+  return "unknown";
+}
+
+int dtype_bits(DType dt) {
+  switch (dt) {
+    case DType::kF32: case DType::kI32: return 32;
+    case DType::kF16: case DType::kBF16: return 16;
+    case DType::kE2M1: return 4;
+    default: return 8;
+  }
+}
+
+bool dtype_is_valid(int32_t code) { return code >= 0 && code <= static_cast<int32_t>(DType::kU8); }
+
+std::string device_name(Device d) {
+  if (d.type == DeviceType::kCPU) return "cpu";
+  if (d.type == DeviceType::kCUDA) return "cuda:" + std::to_string(d.index);
+  return "device(" + std::to_string(static_cast<int>(d.type)) + ")";
+}
+
+int64_t TensorView::numel() const {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; ++i) n *= shape[i];
+  return n;
+}
+
+bool TensorView::is_contiguous() const {
+  int64_t expected = 1;
+  for (int i = ndim - 1; i >= 0; --i) {
+    if (shape[i] != 1 && strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+std::string TensorView::describe() const {
+  std::ostringstream os;
+  os << dtype_name(dtype) << "[";
+  for (int i = 0; i < ndim; ++i) os << (i ? ", " : "") << shape[i];
+  os << "]";
+  bool contiguous = ndim <= kMaxDims && is_contiguous();
+  if (!contiguous) {
+    os << " strides (";
+    for (int i = 0; i < ndim; ++i) os << (i ? ", " : "") << strides[i];
+    os << ")";
+  }
+  os << " on " << device_name(device);
+  return os.str();
+}
+
+TensorView TensorView::contiguous(void* data, DType dtype, std::initializer_list<int64_t> shape,
+                                  Device device) {
+  TensorView t;
+  t.data = data;
+  t.dtype = dtype;
+  t.device = device;
+  t.ndim = static_cast<int32_t>(shape.size());
+  int i = 0;
+  for (int64_t s : shape) t.shape[i++] = s;
+  int64_t stride = 1;
+  for (int j = t.ndim - 1; j >= 0; --j) {
+    t.strides[j] = stride;
+    stride *= t.shape[j];
+  }
+  return t;
+}
+
+TensorView TensorView::strided(void* data, DType dtype, std::initializer_list<int64_t> shape,
+                               std::initializer_list<int64_t> strides, Device device) {
+  TensorView t = contiguous(data, dtype, shape, device);
+  int i = 0;
+  for (int64_t s : strides) t.strides[i++] = s;
+  return t;
+}
+
+const char* version() { return "0.1.0"; }
+
+bool built_with_cuda() {
+#ifdef DEEPWELL_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+
+}  // namespace deepwell

@@ -1,0 +1,19 @@
+// Stand-ins for the CUDA dispatchers in a build without CUDA: every GPU call says so clearly.
+#include <string>
+
+#include "attention/problem.hpp"
+#include "gemm/problem.hpp"
+
+namespace deepwell {
+namespace {
+Status no_cuda(const char* op) {
+  return Status(StatusCode::kNotSupported,
+                std::string(op) + ": this build of deepwell has no CUDA kernels (configured with "
+                                  "DEEPWELL_CUDA=OFF or without nvcc); use CPU tensors");
+}
+}  // namespace
+
+Status attention::forward_cuda(const Problem&, const Context&) { return no_cuda("attention_forward"); }
+Status matmul::gemm_cuda(const Problem&, const Context&) { return no_cuda("gemm"); }
+
+}  // namespace deepwell
