@@ -1,0 +1,13 @@
+# Every CUDA source of the library, and so every compiled kernel instance, is listed here and
+# nowhere else. Each *_inst_*.cu file instantiates exactly one kernel configuration; keep the list
+# short: a clean build with all of them must stay within 20 minutes on 2 cores.
+set(DEEPWELL_CUDA_SOURCES
+  # core: host-side CUDA helpers
+  src/core/cuda_utils.cpp
+
+  # attention forward, sm_90a (src/attention/fwd_sm90*.cuh): dtype x head-dim bucket
+  src/attention/fwd_dispatch.cpp
+
+  # gemm
+  src/gemm/dispatch_cuda.cpp
+)
