@@ -7,6 +7,12 @@ set(DEEPWELL_CUDA_SOURCES
 
   # attention forward, sm_90a (src/attention/fwd_sm90*.cuh): dtype x head-dim bucket
   src/attention/fwd_dispatch.cpp
+  src/attention/fwd_sm90_inst_bf16_d64.cu
+  src/attention/fwd_sm90_inst_bf16_d128.cu
+  src/attention/fwd_sm90_inst_bf16_d256.cu
+  src/attention/fwd_sm90_inst_f16_d64.cu
+  src/attention/fwd_sm90_inst_f16_d128.cu
+  src/attention/fwd_sm90_inst_f16_d256.cu
 
   # gemm
   src/gemm/dispatch_cuda.cpp

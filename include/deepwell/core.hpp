@@ -43,7 +43,10 @@ enum class DeviceType : int32_t { kCPU = 1, kCUDA = 2 };
 struct Device {
   DeviceType type = DeviceType::kCPU;
   int32_t index = 0;
-  friend bool operator==(const Device&, const Device&) = default;
+  friend bool operator==(const Device& a, const Device& b) {
+    return a.type == b.type && a.index == b.index;
+  }
+  friend bool operator!=(const Device& a, const Device& b) { return !(a == b); }
 };
 
 DEEPWELL_API std::string device_name(Device d);

@@ -1,10 +1,28 @@
-// CUDA dispatch for attention_forward (placeholder until the sm_90 kernels land).
+// CUDA dispatch of attention_forward: device checks, then the instance for (dtype, head-dim bucket).
+#include <string>
+
+#include "attention/fwd_sm90.hpp"
+#include "attention/fwd_sm90_config.hpp"
 #include "attention/problem.hpp"
+#include "core/cuda_utils.hpp"
 
 namespace deepwell::attention {
 
-Status forward_cuda(const Problem&, const Context&) {
-  return Status(StatusCode::kNotSupported, "attention_forward: CUDA kernels not built yet");
+Status forward_cuda(const Problem& p, const Context& ctx) {
+  constexpr std::string_view kOp = "attention_forward";
+  detail::DeviceGuard guard(p.device.index);
+  DW_TRY(guard.status());
+  DW_TRY(detail::require_sm90(kOp, p.device.index));
+  const bool bf16 = p.dtype == DType::kBF16;
+  switch (sm90::head_dim_bucket(p.head_dim)) {
+    case 64: return bf16 ? sm90::fwd_bf16_d64(p, ctx) : sm90::fwd_f16_d64(p, ctx);
+    case 128: return bf16 ? sm90::fwd_bf16_d128(p, ctx) : sm90::fwd_f16_d128(p, ctx);
+    case 256: return bf16 ? sm90::fwd_bf16_d256(p, ctx) : sm90::fwd_f16_d256(p, ctx);
+    default: break;
+  }
+  return Status(StatusCode::kNotSupported,
+                std::string(kOp) + ": head dim " + std::to_string(p.head_dim) +
+                    " is not supported on CUDA (multiples of 8 up to 256)");
 }
 
 }  // namespace deepwell::attention

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "core/validate.hpp"
 #include "deepwell/core.hpp"
 
 namespace deepwell::detail {

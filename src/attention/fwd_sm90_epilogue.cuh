@@ -1,0 +1,103 @@
+// Epilogue of the sm_90 attention forward kernel: each consumer warpgroup writes its 64 rows of O
+// (through shared memory, so global stores are 16-byte and coalesced) and their LSE.
+//
+// O goes into Q's shared buffer: warpgroup w only ever read Q rows [64w, 64w + 64) and writes O to
+// the same rows, so no other warpgroup's pending wgmma can be disturbed. Stores are guarded by the
+// sequence length and the true head dim, so padded rows and columns are never written.
+#pragma once
+
+#include "attention/fwd_sm90_scheduler.cuh"
+#include "attention/fwd_sm90_softmax.cuh"
+
+namespace deepwell::attention::sm90 {
+
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+template <class Traits>
+struct Epilogue {
+  using T = Traits;
+  using Element = typename T::Element;
+  static constexpr int kBlockM = T::kBlockM, kHeadDim = T::kHeadDim;
+  static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
+  static constexpr int kFirstBarrier = 1;       // named barriers 1.. (0 is __syncthreads)
+
+  template <class Params>
+  __device__ static Element* out_row(Params const& p, TileCoord const& tc, SeqInfo const& seq,
+                                     int row) {
+    const int64_t batch_off = p.cu_seqlens_q ? 0 : int64_t(tc.batch) * p.o_batch_stride;
+    return static_cast<Element*>(p.out) + batch_off +
+           int64_t(seq.q_offset + tc.m_block * kBlockM + row) * p.o_row_stride +
+           int64_t(tc.head) * p.o_head_stride;
+  }
+
+  template <class Params>
+  __device__ static float* lse_at(Params const& p, TileCoord const& tc, SeqInfo const& seq,
+                                  int row) {
+    const int64_t batch_off = p.cu_seqlens_q ? 0 : int64_t(tc.batch) * p.lse_batch_stride;
+    return p.lse + batch_off + int64_t(tc.head) * p.lse_head_stride +
+           int64_t(seq.q_offset + tc.m_block * kBlockM + row) * p.lse_row_stride;
+  }
+
+  template <class Params, class TensorO>
+  __device__ static void store(Params const& p, typename T::SharedStorage& ss,
+                               TileCoord const& tc, SeqInfo const& seq, int thread_idx,
+                               TensorO const& tOrO, float const (&lse)[2]) {
+    typename T::TiledMmaPV mma_pv;
+    const int wg = thread_idx / 128, wg_thread = thread_idx % 128;
+    const int row_limit = seq.seqlen_q - tc.m_block * kBlockM;
+
+    // Registers -> shared memory (stmatrix).
+    Tensor sO = make_tensor(make_smem_ptr(ss.q.data()), typename T::SmemLayoutO{});
+    Tensor rO = make_tensor<Element>(tOrO.layout());
+    constexpr int kN = decltype(size(tOrO))::value;
+    *reinterpret_cast<cutlass::Array<Element, kN>*>(rO.data()) =
+        cutlass::NumericArrayConverter<Element, float, kN>{}(
+            *reinterpret_cast<cutlass::Array<float, kN> const*>(tOrO.data()));
+    auto r2s = make_tiled_copy_C(Copy_Atom<SM90_U32x4_STSM_N, Element>{}, mma_pv);
+    auto thr_r2s = r2s.get_thread_slice(thread_idx);
+    copy(r2s, thr_r2s.retile_S(rO), thr_r2s.partition_D(sO));
+    named_barrier_sync(kFirstBarrier + wg, 128);
+
+    // Shared memory -> global, this warpgroup's 64 rows.
+    for (int i = wg_thread; i < 64 * kChunks; i += 128) {
+      const int row = wg * 64 + i / kChunks, col = (i % kChunks) * 8;
+      if (row < row_limit && col < p.head_dim) {
+        *reinterpret_cast<uint4*>(out_row(p, tc, seq, row) + col) =
+            *reinterpret_cast<uint4 const*>(&sO(row, col));
+      }
+    }
+
+    if (p.lse != nullptr && thread_idx % 4 == 0) {
+      Tensor cO = mma_pv.get_thread_slice(thread_idx)
+                      .partition_C(make_identity_tensor(Shape<Int<kBlockM>, Int<kHeadDim>>{}));
+      Tensor coord = make_tensor(cO.data(), rowcol(cO.layout()));
+      CUTE_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        const int row = get<0>(coord(r, 0));
+        if (row < row_limit) *lse_at(p, tc, seq, row) = lse[r];
+      }
+    }
+  }
+
+  // A tile whose rows see no key: O = 0, LSE = -inf, written straight from registers.
+  template <class Params>
+  __device__ static void store_empty(Params const& p, TileCoord const& tc, SeqInfo const& seq,
+                                     int thread_idx) {
+    const int wg = thread_idx / 128, wg_thread = thread_idx % 128;
+    const int row_limit = seq.seqlen_q - tc.m_block * kBlockM;
+    for (int i = wg_thread; i < 64 * kChunks; i += 128) {
+      const int row = wg * 64 + i / kChunks, col = (i % kChunks) * 8;
+      if (row < row_limit && col < p.head_dim) {
+        *reinterpret_cast<uint4*>(out_row(p, tc, seq, row) + col) = make_uint4(0, 0, 0, 0);
+      }
+    }
+    if (p.lse != nullptr && wg_thread < 64) {
+      const int row = wg * 64 + wg_thread;
+      if (row < row_limit) *lse_at(p, tc, seq, row) = -INFINITY;
+    }
+  }
+};
+
+}  // namespace deepwell::attention::sm90

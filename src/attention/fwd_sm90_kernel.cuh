@@ -1,0 +1,211 @@
+// The sm_90 attention forward kernel (warp-specialized, persistent) and its host-side launcher.
+//
+//   warpgroup 0 (producer, 24-32 registers): one warp issues TMA loads (fwd_sm90_mainloop.cuh)
+//   warpgroups 1.. (consumers, 160-240 registers): wgmma + online softmax, then the epilogue
+//
+// Include this only from the instance files fwd_sm90_inst_*.cu.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cmath>
+#include <string>
+
+#include "attention/fwd_sm90_epilogue.cuh"
+#include "attention/fwd_sm90_mainloop.cuh"
+#include "attention/problem.hpp"
+#include "core/cuda_utils.hpp"
+
+namespace deepwell::attention::sm90 {
+
+template <class Traits>
+__global__ void __launch_bounds__(Traits::kNumThreads, 1)
+    attention_fwd_kernel(CUTE_GRID_CONSTANT FwdParams<Traits> const p) {
+  using T = Traits;
+  using Pipeline = typename T::PipelineKV;
+  constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN;
+
+  extern __shared__ __align__(1024) char smem_raw[];
+  auto& ss = *reinterpret_cast<typename T::SharedStorage*>(smem_raw);
+
+  const int warp_group = threadIdx.x / 128;
+  const int warp_idx = cutlass::canonical_warp_idx_sync();
+  const bool lane_leader = cute::elect_one_sync();
+
+  if (warp_idx == 0 && lane_leader) {
+    cute::prefetch_tma_descriptor(p.tma_q.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(p.tma_k.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
+    cutlass::arch::ClusterTransactionBarrier::init(&ss.q_full, 1);
+    cutlass::arch::ClusterBarrier::init(&ss.q_empty, T::kNumMmaThreads);
+  }
+  typename Pipeline::Params pipe_params;
+  pipe_params.transaction_bytes = T::kKVBytes;
+  pipe_params.role = warp_group == 0 ? Pipeline::ThreadCategory::Producer
+                                     : Pipeline::ThreadCategory::Consumer;
+  pipe_params.is_leader = warp_idx == 0 && lane_leader;
+  pipe_params.num_consumers = T::kNumMmaThreads;
+  Pipeline pipe_k(ss.pipeline_k, pipe_params, Shape<_1, _1, _1>{});
+  Pipeline pipe_v(ss.pipeline_v, pipe_params, Shape<_1, _1, _1>{});
+  __syncthreads();  // barrier initialization is visible to every thread
+
+  if (warp_group == 0) {
+    cutlass::arch::warpgroup_reg_dealloc<T::kProducerRegs>();
+    if (warp_idx != 0) return;
+    auto k_state = cutlass::make_producer_start_state<Pipeline>();
+    auto v_state = cutlass::make_producer_start_state<Pipeline>();
+    int q_loads = 0;
+    for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x) {
+      const TileCoord tc = tile_coord(p, t);
+      const SeqInfo seq = seq_info(p, tc.batch);
+      if (tc.m_block * kBlockM >= seq.seqlen_q) continue;
+      int n_lo, n_hi;
+      key_block_range<kBlockM, kBlockN>(p, seq, tc.m_block, &n_lo, &n_hi);
+      if (n_hi <= n_lo) continue;
+      Mainloop<T>::load(p, ss, pipe_k, pipe_v, k_state, v_state, tc, seq, n_lo, n_hi, q_loads,
+                        lane_leader);
+    }
+  } else {
+    cutlass::arch::warpgroup_reg_alloc<T::kConsumerRegs>();
+    const int thread_idx = threadIdx.x - 128;
+    typename Pipeline::PipelineState k_state, v_state;
+    int q_phase = 0;
+    for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x) {
+      const TileCoord tc = tile_coord(p, t);
+      const SeqInfo seq = seq_info(p, tc.batch);
+      if (tc.m_block * kBlockM >= seq.seqlen_q) continue;
+      int n_lo, n_hi;
+      key_block_range<kBlockM, kBlockN>(p, seq, tc.m_block, &n_lo, &n_hi);
+      if (n_hi <= n_lo) {
+        Epilogue<T>::store_empty(p, tc, seq, thread_idx);
+        continue;
+      }
+      typename T::TiledMmaPV mma_pv;
+      Tensor tOrO = partition_fragment_C(mma_pv, select<0, 1>(typename T::TileShapePV{}));
+      float lse[2];
+      Mainloop<T>::compute(p, ss, pipe_k, pipe_v, k_state, v_state, tc, seq, n_lo, n_hi, q_phase,
+                           thread_idx, tOrO, lse);
+      Epilogue<T>::store(p, ss, tc, seq, thread_idx, tOrO, lse);
+      // The next tile's Q (TMA, async proxy) overwrites what this thread just read.
+      cutlass::arch::fence_view_async_shared();
+      cutlass::arch::ClusterBarrier::arrive(&ss.q_empty);
+      q_phase ^= 1;
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------ launcher
+
+// A TMA stride must be a non-zero multiple of 16 bytes below 2^40; a dimension of size 1 is never
+// stepped over, so any valid stride does.
+inline int64_t tma_stride(int64_t stride, int64_t size) { return size <= 1 ? 8 : stride; }
+
+template <class Element, int kHeadDim>
+Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
+  using T = FwdTraits<Element, kHeadDim>;
+  constexpr std::string_view kOp = "attention_forward";
+
+  // Sizes travel as int32 and strides must stay below the TMA limit of 2^40 bytes.
+  const int64_t limits[] = {prob.batch, prob.heads_q, prob.total_q, prob.total_k, prob.seqlen_q,
+                            prob.seqlen_k};
+  for (int64_t v : limits) {
+    if (v >= (int64_t{1} << 31)) {
+      return Status(StatusCode::kNotSupported,
+                    std::string(kOp) + ": sizes of 2^31 or more are not supported on CUDA");
+    }
+  }
+  const RowStrides* strides[] = {&prob.q_stride, &prob.k_stride, &prob.v_stride, &prob.o_stride};
+  for (const RowStrides* s : strides) {
+    for (int64_t v : {s->batch, s->row, s->head}) {
+      if (v * int64_t(sizeof(Element)) >= (int64_t{1} << 40)) {
+        return Status(StatusCode::kNotSupported,
+                      std::string(kOp) + ": strides of 2^40 bytes or more are not supported");
+      }
+    }
+  }
+
+  FwdParams<T> p;
+  const bool varlen = prob.varlen;
+  const int d = static_cast<int>(prob.head_dim);
+  const int batches = varlen ? 1 : static_cast<int>(prob.batch);
+  const int rows_q = std::max<int>(1, static_cast<int>(varlen ? prob.total_q : prob.seqlen_q));
+  const int rows_k = std::max<int>(1, static_cast<int>(varlen ? prob.total_k : prob.seqlen_k));
+  auto gmem = [&](const void* ptr, int rows, int heads, const RowStrides& s) {
+    return make_tensor(
+        make_gmem_ptr(static_cast<Element const*>(ptr)),
+        make_layout(make_shape(rows, d, heads, batches),
+                    make_stride(tma_stride(s.row, rows), _1{}, tma_stride(s.head, heads),
+                                tma_stride(varlen ? 0 : s.batch, batches))));
+  };
+  // With no keys at all every tile is empty and K/V are never read; their descriptors still need
+  // a valid address.
+  const bool no_keys = prob.total_k == 0 || prob.seqlen_k == 0;
+  const void* k_ptr = no_keys ? prob.q : prob.k;
+  const void* v_ptr = no_keys ? prob.q : prob.v;
+  p.shape_q = make_shape(rows_q, d, static_cast<int>(prob.heads_q), batches);
+  p.shape_k = make_shape(rows_k, d, static_cast<int>(prob.heads_kv), batches);
+  p.tma_q = make_tma_copy(SM90_TMA_LOAD{}, gmem(prob.q, rows_q, prob.heads_q, prob.q_stride),
+                          typename T::SmemLayoutQ{}, Shape<Int<T::kBlockM>, Int<kHeadDim>>{}, _1{});
+  p.tma_k = make_tma_copy(SM90_TMA_LOAD{}, gmem(k_ptr, rows_k, prob.heads_kv, prob.k_stride),
+                          take<0, 2>(typename T::SmemLayoutK{}),
+                          Shape<Int<T::kBlockN>, Int<kHeadDim>>{}, _1{});
+  p.tma_v = make_tma_copy(SM90_TMA_LOAD{}, gmem(v_ptr, rows_k, prob.heads_kv, prob.v_stride),
+                          take<0, 2>(typename T::SmemLayoutV{}),
+                          Shape<Int<T::kBlockN>, Int<kHeadDim>>{}, _1{});
+
+  p.out = prob.out;
+  p.o_batch_stride = prob.o_stride.batch;
+  p.o_row_stride = prob.o_stride.row;
+  p.o_head_stride = prob.o_stride.head;
+  p.lse = prob.lse;
+  p.lse_batch_stride = prob.lse_batch_stride;
+  p.lse_row_stride = prob.lse_row_stride;
+  p.lse_head_stride = prob.lse_head_stride;
+  p.batch = static_cast<int>(prob.batch);
+  p.heads = static_cast<int>(prob.heads_q);
+  p.heads_kv_group = static_cast<int>(prob.group());
+  p.head_dim = d;
+  p.seqlen_q = static_cast<int>(prob.seqlen_q);
+  p.seqlen_k = static_cast<int>(prob.seqlen_k);
+  p.total_q = static_cast<int>(prob.total_q);
+  p.total_k = static_cast<int>(prob.total_k);
+  p.cu_seqlens_q = prob.cu_seqlens_q;
+  p.cu_seqlens_k = prob.cu_seqlens_k;
+  p.softmax_scale = prob.scale;
+  p.scale_log2 = prob.scale * static_cast<float>(M_LOG2E);
+  p.window_left = prob.window_left < 0 ? -1 : static_cast<int>(std::min<int64_t>(prob.window_left, INT32_MAX / 2));
+  p.window_right = prob.window_right < 0 ? -1 : static_cast<int>(std::min<int64_t>(prob.window_right, INT32_MAX / 2));
+  p.num_m_blocks = static_cast<int>((prob.seqlen_q + T::kBlockM - 1) / T::kBlockM);
+  const int64_t tiles = int64_t(p.num_m_blocks) * p.heads * p.batch;
+  if (tiles >= (int64_t{1} << 31)) {
+    return Status(StatusCode::kNotSupported, std::string(kOp) + ": too many tiles for one launch");
+  }
+  p.num_tiles = static_cast<int>(tiles);
+  p.longest_first = prob.window_right >= 0;
+  if (p.num_tiles == 0) return Status::Ok();
+
+  const int device = prob.device.index;
+  const detail::DeviceInfo* info = nullptr;
+  DW_TRY(detail::device_info(device, &info));
+  auto kernel = attention_fwd_kernel<T>;
+  static std::atomic<bool> attribute_set[64] = {};
+  if (device < 64 && !attribute_set[device].load(std::memory_order_relaxed)) {
+    DW_CUDA_TRY(kOp, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          T::kSmemBytes));
+    attribute_set[device].store(true, std::memory_order_relaxed);
+  }
+  const int grid = std::min(p.num_tiles, info->sm_count);
+  kernel<<<grid, T::kNumThreads, T::kSmemBytes, static_cast<cudaStream_t>(ctx.stream)>>>(p);
+  return detail::last_launch_status(kOp);
+}
+
+}  // namespace deepwell::attention::sm90
+
+// Defines the entry point of one (dtype, head-dim bucket) instance.
+#define DEEPWELL_ATTENTION_FWD_SM90_INSTANCE(name, Element, kHeadDim)                   \
+  namespace deepwell::attention::sm90 {                                                 \
+  Status name(const Problem& p, const Context& ctx) {                                   \
+    return launch_fwd_sm90<Element, kHeadDim>(p, ctx);                                  \
+  }                                                                                     \
+  }

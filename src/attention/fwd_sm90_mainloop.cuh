@@ -1,0 +1,209 @@
+// The mainloop of the sm_90 attention forward kernel.
+//
+// Producer (one warp): TMA loads of Q for each tile and of K and V, key block by key block, into
+// kStages-deep rings guarded by two PipelineTmaAsync pipelines. Loads run in the order the
+// consumers need them: K[n], then K[n-1] with V[n], ... (key blocks go from the last to the first,
+// so the blocks that need masking come first).
+//
+// Consumers (one warpgroup per 64 query rows), per key block n, overlapping the softmax of block n
+// with the P V product of block n+1 (FlashAttention-3's intra-warpgroup overlap):
+//   issue S = Q K[n]^T;  issue O += P V[n+1];  wait S;  mask, softmax -> P', rescale factors;
+//   wait PV;  O *= rescale;  P = P'
+#pragma once
+
+#include "attention/fwd_sm90_scheduler.cuh"
+#include "attention/fwd_sm90_softmax.cuh"
+
+namespace deepwell::attention::sm90 {
+
+// One warpgroup-wide wgmma batch: C (+)= A B over the K mode, then optionally wait until at most
+// `kWait` batches are in flight (-1: don't wait).
+template <int kWait, class TiledMma, class TA, class TB, class TC>
+__device__ __forceinline__ void wgmma(TiledMma& mma, TA const& a, TB const& b, TC& c,
+                                      bool zero_init) {
+  constexpr bool kRegA =
+      !cute::is_base_of<GMMA::DescriptorIterator, typename TiledMma::FrgTypeA>::value;
+  if constexpr (kRegA) warpgroup_fence_operand(const_cast<TA&>(a));
+  warpgroup_fence_operand(c);
+  warpgroup_arrive();
+  mma.accumulate_ = zero_init ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
+  CUTE_UNROLL
+  for (int k = 0; k < size<2>(a); ++k) {
+    cute::gemm(mma, a(_, _, k), b(_, _, k), c);
+    mma.accumulate_ = GMMA::ScaleOut::One;
+  }
+  warpgroup_commit_batch();
+  if constexpr (kWait >= 0) warpgroup_wait<kWait>();
+  warpgroup_fence_operand(c);
+  if constexpr (kRegA) warpgroup_fence_operand(const_cast<TA&>(a));
+}
+
+template <class Traits>
+struct Mainloop {
+  using T = Traits;
+  using Element = typename T::Element;
+  using Pipeline = typename T::PipelineKV;
+  using PipelineState = typename Pipeline::PipelineState;
+  static constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN, kHeadDim = T::kHeadDim;
+
+  // ------------------------------------------------------------------------------ producer
+  // Issued by one whole warp; `leader` is the one lane that issues TMA and transaction arrivals.
+  template <class Params>
+  __device__ static void load(Params const& p, typename T::SharedStorage& ss, Pipeline& pipe_k,
+                              Pipeline& pipe_v, PipelineState& k_state, PipelineState& v_state,
+                              TileCoord const& tc, SeqInfo const& seq, int n_lo, int n_hi,
+                              int& q_loads, bool leader) {
+    Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename T::SmemLayoutQ{});
+    Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename T::SmemLayoutK{});
+    Tensor sV = make_tensor(make_smem_ptr(ss.v.data()), typename T::SmemLayoutV{});
+    const int batch = p.cu_seqlens_q ? 0 : tc.batch;
+    const int head_kv = tc.head / p.heads_kv_group;
+
+    Tensor mQ = p.tma_q.get_tma_tensor(p.shape_q)(_, _, tc.head, batch);
+    Tensor mK = p.tma_k.get_tma_tensor(p.shape_k)(_, _, head_kv, batch);
+    Tensor mV = p.tma_v.get_tma_tensor(p.shape_k)(_, _, head_kv, batch);
+    Tensor gQ = local_tile(domain_offset(make_coord(seq.q_offset, _0{}), mQ),
+                           Shape<Int<kBlockM>, Int<kHeadDim>>{}, make_coord(_, _0{}));
+    Tensor gK = local_tile(domain_offset(make_coord(seq.k_offset, _0{}), mK),
+                           Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));
+    Tensor gV = local_tile(domain_offset(make_coord(seq.k_offset, _0{}), mV),
+                           Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));
+    auto q_part = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ),
+                                group_modes<0, 2>(gQ));
+    auto k_part = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK),
+                                group_modes<0, 2>(gK));
+    auto v_part = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV),
+                                group_modes<0, 2>(gV));
+    Tensor tQg = get<0>(q_part);  // (TMA, m_blocks)
+    Tensor tQs = get<1>(q_part);  // (TMA)
+    Tensor tKg = get<0>(k_part);  // (TMA, n_blocks)
+    Tensor tKs = get<1>(k_part);  // (TMA, stages)
+    Tensor tVg = get<0>(v_part);
+    Tensor tVs = get<1>(v_part);
+
+    auto load_k = [&](int n) {
+      pipe_k.producer_acquire(k_state);
+      if (leader) {
+        copy(p.tma_k.with(*pipe_k.producer_get_barrier(k_state), 0), tKg(_, n),
+             tKs(_, k_state.index()));
+      }
+      ++k_state;
+    };
+    auto load_v = [&](int n) {
+      pipe_v.producer_acquire(v_state);
+      if (leader) {
+        copy(p.tma_v.with(*pipe_v.producer_get_barrier(v_state), 0), tVg(_, n),
+             tVs(_, v_state.index()));
+      }
+      ++v_state;
+    };
+
+    int n = n_hi - 1;
+    load_k(n);
+    if (leader) {
+      // Q's buffer is free once every consumer finished the previous tile (O lives there).
+      if (q_loads > 0) cutlass::arch::ClusterBarrier::wait(&ss.q_empty, (q_loads - 1) & 1);
+      cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&ss.q_full, T::kQBytes);
+      copy(p.tma_q.with(ss.q_full, 0), tQg(_, tc.m_block), tQs);
+    }
+    ++q_loads;
+    for (; n > n_lo; --n) {
+      load_k(n - 1);
+      load_v(n);
+    }
+    load_v(n_lo);
+  }
+
+  // ------------------------------------------------------------------------------ consumer
+  // Computes the tile's normalized O (in `tOrO`, fp32) and the LSE of this thread's rows.
+  template <class Params, class TensorO>
+  __device__ static void compute(Params const& p, typename T::SharedStorage& ss, Pipeline& pipe_k,
+                                 Pipeline& pipe_v, PipelineState& k_state, PipelineState& v_state,
+                                 TileCoord const& tc, SeqInfo const& seq, int n_lo, int n_hi,
+                                 int q_phase, int thread_idx, TensorO& tOrO, float (&lse)[2]) {
+    typename T::TiledMmaQK mma_qk;
+    typename T::TiledMmaPV mma_pv;
+    auto thr_qk = mma_qk.get_thread_slice(thread_idx);
+    auto thr_pv = mma_pv.get_thread_slice(thread_idx);
+
+    Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename T::SmemLayoutQ{});
+    Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename T::SmemLayoutK{});
+    Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename T::SmemLayoutVt{});
+    Tensor tSrQ = thr_qk.partition_fragment_A(sQ);  // wgmma descriptors
+    Tensor tSrK = thr_qk.partition_fragment_B(sK);
+    Tensor tOrV = thr_pv.partition_fragment_B(sVt);
+
+    // (row, col) of every S element this thread holds, relative to the tile.
+    Tensor cS = thr_qk.partition_C(make_identity_tensor(Shape<Int<kBlockM>, Int<kBlockN>>{}));
+    Tensor coord = make_tensor(cS.data(), rowcol(cS.layout()));
+
+    OnlineSoftmax<2> softmax(p.scale_log2);
+    float o_scale[2];
+    auto masked_softmax = [&](auto& tSrS, int n, bool check) {
+      Tensor s = make_tensor(tSrS.data(), rowcol(tSrS.layout()));
+      if (check && block_needs_mask<kBlockM, kBlockN>(tc.m_block, n, seq.seqlen_q, seq.seqlen_k,
+                                                      p.window_left, p.window_right)) {
+        apply_mask<kBlockM, kBlockN>(s, coord, tc.m_block, n, seq.seqlen_q, seq.seqlen_k,
+                                     p.window_left, p.window_right);
+      }
+      softmax.step(s, o_scale);
+    };
+    auto to_operand_a = [&](auto& tSrS) {
+      Tensor tOrP = make_tensor<Element>(acc_as_operand_a(tSrS.layout()));
+      constexpr int kN = decltype(size(tSrS))::value;
+      auto converted = cutlass::NumericArrayConverter<Element, float, kN>{}(
+          *reinterpret_cast<cutlass::Array<float, kN> const*>(tSrS.data()));
+      *reinterpret_cast<cutlass::Array<Element, kN>*>(tOrP.data()) = converted;
+      return tOrP;
+    };
+
+    cutlass::arch::ClusterTransactionBarrier::wait(&ss.q_full, q_phase);
+
+    int n = n_hi - 1;
+    Tensor tSrS = partition_fragment_C(mma_qk, select<0, 1>(typename T::TileShapeQK{}));
+    pipe_k.consumer_wait(k_state);
+    wgmma<0>(mma_qk, tSrQ, tSrK(_, _, _, k_state.index()), tSrS, true);
+    pipe_k.consumer_release(k_state);
+    ++k_state;
+    masked_softmax(tSrS, n, true);
+    Tensor tOrP = to_operand_a(tSrS);
+
+    bool first_pv = true;
+    for (--n; n >= n_lo; --n) {
+      Tensor tSrS_next = partition_fragment_C(mma_qk, select<0, 1>(typename T::TileShapeQK{}));
+      pipe_k.consumer_wait(k_state);
+      wgmma<-1>(mma_qk, tSrQ, tSrK(_, _, _, k_state.index()), tSrS_next, true);
+      pipe_v.consumer_wait(v_state);
+      wgmma<-1>(mma_pv, tOrP, tOrV(_, _, _, v_state.index()), tOrO, first_pv);
+      first_pv = false;
+      warpgroup_wait<1>();  // S ready; P V still running
+      pipe_k.consumer_release(k_state);
+      ++k_state;
+      masked_softmax(tSrS_next, n, true);
+      warpgroup_wait<0>();  // P V done: O may be rescaled, V's stage released
+      pipe_v.consumer_release(v_state);
+      ++v_state;
+      Tensor o = make_tensor(tOrO.data(), rowcol(tOrO.layout()));
+      CUTE_UNROLL
+      for (int r = 0; r < size<0>(o); ++r) {
+        CUTE_UNROLL
+        for (int c = 0; c < size<1>(o); ++c) o(r, c) *= o_scale[r];
+      }
+      tOrP = to_operand_a(tSrS_next);
+    }
+    pipe_v.consumer_wait(v_state);
+    wgmma<0>(mma_pv, tOrP, tOrV(_, _, _, v_state.index()), tOrO, first_pv);
+    pipe_v.consumer_release(v_state);
+    ++v_state;
+
+    softmax.finalize(p.softmax_scale, o_scale, lse);
+    Tensor o = make_tensor(tOrO.data(), rowcol(tOrO.layout()));
+    CUTE_UNROLL
+    for (int r = 0; r < size<0>(o); ++r) {
+      CUTE_UNROLL
+      for (int c = 0; c < size<1>(o); ++c) o(r, c) *= o_scale[r];
+    }
+  }
+};
+
+}  // namespace deepwell::attention::sm90

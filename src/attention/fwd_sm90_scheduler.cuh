@@ -1,0 +1,67 @@
+// Persistent tile scheduler of the sm_90 attention forward kernel, and the per-tile geometry
+// (which rows, which keys) that the producer and the consumers must agree on.
+//
+// A tile is (m_block, head, batch): kBlockM query rows of one head. The grid has one CTA per SM
+// and CTA c takes tiles c, c + grid, c + 2 grid, ... in a fixed order:
+//  - non-causal: heads outer, m-blocks inner, so CTAs running at the same time share a head's K/V
+//    in L2;
+//  - with a right-bounded (causal) mask: the heaviest m-blocks of every head first (longest
+//    processing time first), so the round-robin hands every CTA a similar amount of work.
+#pragma once
+
+#include "attention/fwd_sm90_traits.cuh"
+
+namespace deepwell::attention::sm90 {
+
+struct TileCoord {
+  int m_block, head, batch;
+};
+
+template <class Params>
+__device__ __forceinline__ TileCoord tile_coord(Params const& p, int tile) {
+  const int bh_count = p.heads * p.batch;
+  int m_block, bh;
+  if (p.longest_first) {
+    m_block = p.num_m_blocks - 1 - tile / bh_count;
+    bh = tile % bh_count;
+  } else {
+    bh = tile / p.num_m_blocks;
+    m_block = tile % p.num_m_blocks;
+  }
+  return {m_block, bh % p.heads, bh / p.heads};
+}
+
+// Where sequence `batch` lives: its first packed row (0 for fixed-length) and its length, for q and
+// k. Offsets read from cu_seqlens are clamped to the packed tensors, so bad offsets can never make
+// the kernel read or write outside them.
+struct SeqInfo {
+  int q_offset, seqlen_q, k_offset, seqlen_k;
+};
+
+template <class Params>
+__device__ __forceinline__ SeqInfo seq_info(Params const& p, int batch) {
+  if (p.cu_seqlens_q == nullptr) return {0, p.seqlen_q, 0, p.seqlen_k};
+  const int q0 = min(max(p.cu_seqlens_q[batch], 0), p.total_q);
+  const int q1 = min(max(p.cu_seqlens_q[batch + 1], q0), p.total_q);
+  const int k0 = min(max(p.cu_seqlens_k[batch], 0), p.total_k);
+  const int k1 = min(max(p.cu_seqlens_k[batch + 1], k0), p.total_k);
+  return {q0, q1 - q0, k0, k1 - k0};
+}
+
+// The key blocks [lo, hi) that rows [m0, m0 + kBlockM) can see (FlashAttention's bottom-right
+// aligned causal/window rule). hi <= lo means no row of the tile sees any key.
+template <int kBlockM, int kBlockN, class Params>
+__device__ __forceinline__ void key_block_range(Params const& p, SeqInfo const& s, int m_block,
+                                                int* lo, int* hi) {
+  const int m0 = m_block * kBlockM;
+  const int m_last = min(m0 + kBlockM, s.seqlen_q) - 1;
+  const int shift = s.seqlen_k - s.seqlen_q;  // diagonal of row i is key i + shift
+  int key_hi = s.seqlen_k;                    // exclusive
+  if (p.window_right >= 0) key_hi = min(key_hi, m_last + shift + p.window_right + 1);
+  int key_lo = 0;
+  if (p.window_left >= 0) key_lo = max(0, m0 + shift - p.window_left);
+  *lo = key_lo / kBlockN;
+  *hi = key_hi <= key_lo ? *lo : (key_hi + kBlockN - 1) / kBlockN;
+}
+
+}  // namespace deepwell::attention::sm90

@@ -1,0 +1,133 @@
+// Online softmax and masking on wgmma accumulator fragments.
+//
+// A thread of a consumer warpgroup holds, of each 64 x N accumulator, 2 rows (r and r + 8) and of
+// each 8 columns 2 neighbours; the 4 threads of a quad share a row. `rowcol` re-views a fragment
+// as (rows, cols) of this thread, so row reductions are plain loops plus two quad shuffles.
+//
+// Softmax runs in base 2 on raw scores s: p = 2^(s * scale_log2 - m * scale_log2) with m the
+// running row max, one FFMA and one EX2 per element. A row whose visible scores are all -inf keeps
+// m = -inf and uses 0 in the exponent, so it contributes p = 0 and ends with sum 0: its output is
+// 0 and its LSE -inf.
+#pragma once
+
+#include <cute/tensor.hpp>
+
+namespace deepwell::attention::sm90 {
+
+using namespace cute;
+
+// ((2, 2, V), MMA_M, MMA_N) -> ((2, MMA_M), (2, V, MMA_N)): rows, then columns.
+template <class Layout>
+__device__ __forceinline__ constexpr auto rowcol(Layout const& acc) {
+  static_assert(decltype(rank(acc))::value == 3 && decltype(rank<0>(acc))::value == 3);
+  return make_layout(make_layout(get<0, 1>(acc), get<1>(acc)),
+                     make_layout(get<0, 0>(acc), get<0, 2>(acc), get<2>(acc)));
+}
+
+// The accumulator layout of S re-viewed as the register A operand of the P V wgmma (16-bit, K = 16
+// per instruction): ((2, 2, V), MMA_M, 1) -> ((2, 2, 2), MMA_M, V / 2).
+template <class Layout>
+__device__ __forceinline__ constexpr auto acc_as_operand_a(Layout const& acc) {
+  auto l = logical_divide(get<0>(acc), Shape<Underscore, Underscore, _2>{});
+  return make_layout(make_layout(get<0>(l), get<1>(l), get<2, 0>(l)), get<1>(acc),
+                     coalesce(make_layout(get<2, 1>(l), get<2>(acc))));
+}
+
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+template <int kRows>
+struct OnlineSoftmax {
+  float row_max[kRows];
+  float row_sum[kRows];  // this thread's partial sum; quad-reduced in finalize()
+  float scale_log2;
+
+  __device__ __forceinline__ explicit OnlineSoftmax(float scale_log2_) : scale_log2(scale_log2_) {
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) row_max[r] = -INFINITY, row_sum[r] = 0.f;
+  }
+
+  // Replaces the scores in `s` (a rowcol view) by p; returns through `o_scale` the factor that
+  // rescales the output accumulated so far.
+  template <class Tensor>
+  __device__ __forceinline__ void step(Tensor& s, float (&o_scale)[kRows]) {
+    static_assert(decltype(size<0>(s))::value == kRows);
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      float m = row_max[r];
+      CUTE_UNROLL
+      for (int c = 0; c < size<1>(s); ++c) m = fmaxf(m, s(r, c));
+      m = quad_max(m);
+      const float m_scaled = m == -INFINITY ? 0.f : m * scale_log2;
+      o_scale[r] = exp2_approx(row_max[r] * scale_log2 - m_scaled);
+      row_max[r] = m;
+      float sum = 0.f;
+      CUTE_UNROLL
+      for (int c = 0; c < size<1>(s); ++c) {
+        const float p = exp2_approx(fmaf(s(r, c), scale_log2, -m_scaled));
+        s(r, c) = p;
+        sum += p;
+      }
+      row_sum[r] = row_sum[r] * o_scale[r] + sum;
+    }
+  }
+
+  // Final normalization factor of each row (0 for rows that saw nothing) and its natural-log LSE.
+  __device__ __forceinline__ void finalize(float softmax_scale, float (&o_scale)[kRows],
+                                           float (&lse)[kRows]) {
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      const float sum = quad_sum(row_sum[r]);
+      const bool empty = !(sum > 0.f);  // 0 or NaN
+      o_scale[r] = empty ? 0.f : 1.f / sum;
+      lse[r] = empty ? -INFINITY : row_max[r] * softmax_scale + __logf(sum);
+    }
+  }
+};
+
+// Masks S (rowcol view, with coordinates `coord` of the same view, relative to the tile origin)
+// for key block n: keys at or past seqlen_k, and keys outside the bottom-right aligned window.
+template <int kBlockM, int kBlockN, class TensorS, class TensorC>
+__device__ __forceinline__ void apply_mask(TensorS& s, TensorC const& coord, int m_block, int n_block,
+                                           int seqlen_q, int seqlen_k, int window_left,
+                                           int window_right) {
+  const int shift = seqlen_k - seqlen_q;
+  CUTE_UNROLL
+  for (int r = 0; r < size<0>(s); ++r) {
+    const int row = m_block * kBlockM + get<0>(coord(r, 0));
+    const int hi = window_right >= 0 ? min(seqlen_k, row + shift + window_right + 1) : seqlen_k;
+    const int lo = window_left >= 0 ? row + shift - window_left : 0;
+    CUTE_UNROLL
+    for (int c = 0; c < size<1>(s); ++c) {
+      const int col = n_block * kBlockN + get<1>(coord(r, c));
+      if (col >= hi || col < lo) s(r, c) = -INFINITY;
+    }
+  }
+}
+
+// Does key block n need apply_mask for the rows of m_block?
+template <int kBlockM, int kBlockN>
+__device__ __forceinline__ bool block_needs_mask(int m_block, int n_block, int seqlen_q,
+                                                 int seqlen_k, int window_left, int window_right) {
+  const int shift = seqlen_k - seqlen_q;
+  const int m0 = m_block * kBlockM, n0 = n_block * kBlockN, n_last = n0 + kBlockN - 1;
+  if (n_last >= seqlen_k) return true;
+  if (window_right >= 0 && n_last > m0 + shift + window_right) return true;
+  if (window_left >= 0 && n0 < m0 + kBlockM - 1 + shift - window_left) return true;
+  return false;
+}
+
+}  // namespace deepwell::attention::sm90

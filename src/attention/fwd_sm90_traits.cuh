@@ -1,0 +1,130 @@
+// Types of the sm_90 attention forward kernel: tiled MMAs, shared-memory layouts, TMA copies,
+// shared storage and the plain parameter struct. Everything derives from (Element, kHeadDim) and
+// the tile table in fwd_sm90_config.hpp.
+#pragma once
+
+#include <cute/tensor.hpp>
+#include <cute/atom/mma_atom.hpp>
+#include <cute/atom/copy_atom.hpp>
+#include <cute/arch/copy_sm90_tma.hpp>
+#include <cute/atom/copy_traits_sm90_tma.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
+#include <cutlass/numeric_conversion.h>
+#include <cutlass/numeric_types.h>
+#include <cutlass/pipeline/sm90_pipeline.hpp>
+
+#include "attention/fwd_sm90_config.hpp"
+
+namespace deepwell::attention::sm90 {
+
+using namespace cute;
+
+template <class Element_, int kHeadDim_>
+struct FwdTraits {
+  using Element = Element_;  // cutlass::bfloat16_t or cutlass::half_t
+  using Accum = float;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockM = FwdTile<kHeadDim>::kBlockM;
+  static constexpr int kBlockN = FwdTile<kHeadDim>::kBlockN;
+  static constexpr int kStages = FwdTile<kHeadDim>::kStages;
+
+  // One producer warpgroup (TMA) plus one consumer warpgroup per 64 query rows.
+  static constexpr int kNumMmaWarpGroups = kBlockM / 64;
+  static constexpr int kNumMmaThreads = kNumMmaWarpGroups * 128;
+  static constexpr int kNumThreads = kNumMmaThreads + 128;
+  static constexpr int kProducerRegs = kNumMmaWarpGroups == 2 ? 24 : 32;
+  static constexpr int kConsumerRegs = kNumMmaWarpGroups == 2 ? 240 : 160;
+
+  static_assert(kBlockM % 64 == 0 && kNumMmaWarpGroups >= 1 && kNumMmaWarpGroups <= 3);
+  static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "kBlockN: the N of one wgmma and the K of PV");
+  static_assert(kHeadDim % 64 == 0 && kHeadDim <= 256, "head dim: whole 128-byte swizzle atoms");
+  static_assert(kProducerRegs * 128 + kConsumerRegs * kNumMmaThreads <= 64 * 1024,
+                "register reallocation must fit the 64K-register file");
+
+  using TileShapeQK = Shape<Int<kBlockM>, Int<kBlockN>, Int<kHeadDim>>;  // (M, N, K) of S = Q K^T
+  using TileShapePV = Shape<Int<kBlockM>, Int<kHeadDim>, Int<kBlockN>>;  // (M, N, K) of O = P V
+  using MmaWarpGroups = Layout<Shape<Int<kNumMmaWarpGroups>, _1, _1>>;   // warpgroup w: rows 64w..
+
+  // S = Q K^T: both operands from shared memory, K-major.
+  using TiledMmaQK = decltype(make_tiled_mma(
+      GMMA::ss_op_selector<Element, Element, Accum, Shape<_64, Int<kBlockN>, Int<kHeadDim>>>(),
+      MmaWarpGroups{}));
+  // O += P V: P from registers (the softmax output), V from shared memory, head dim contiguous.
+  using TiledMmaPV = decltype(make_tiled_mma(
+      GMMA::rs_op_selector<Element, Element, Accum, Shape<_64, Int<kHeadDim>, Int<kBlockN>>,
+                           GMMA::Major::K, GMMA::Major::MN>(),
+      MmaWarpGroups{}));
+
+  // Shared memory: rows of kHeadDim elements in 128-byte-swizzled 8 x 64 atoms (bank-conflict-free
+  // for both TMA and wgmma).
+  using SmemAtom = GMMA::Layout_K_SW128_Atom<Element>;
+  using SmemLayoutQ = decltype(tile_to_shape(SmemAtom{}, Shape<Int<kBlockM>, Int<kHeadDim>>{}));
+  using SmemLayoutO = SmemLayoutQ;  // O reuses Q's buffer in the epilogue
+  using SmemLayoutK =
+      decltype(tile_to_shape(SmemAtom{}, Shape<Int<kBlockN>, Int<kHeadDim>, Int<kStages>>{}));
+  using SmemLayoutV = SmemLayoutK;
+  // V seen as (head_dim, keys, stage): the MN-major B operand of P V.
+  using SmemLayoutVt = decltype(composition(
+      SmemLayoutV{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockN>, Int<kStages>>{},
+                                         Step<_2, _1, _3>{})));
+
+  // Global tensors as the TMA sees them: (rows, head_dim, heads, batch), head dim contiguous.
+  using GmemShape = Shape<int32_t, int32_t, int32_t, int32_t>;
+  using GmemStride = Stride<int64_t, _1, int64_t, int64_t>;
+  using GmemLayout = Layout<GmemShape, GmemStride>;
+  using GmemTensor = decltype(make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)),
+                                          GmemLayout{}));
+  using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{}, SmemLayoutQ{},
+                                      Shape<Int<kBlockM>, Int<kHeadDim>>{}, _1{}));
+  using TmaKV = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{},
+                                       take<0, 2>(SmemLayoutK{}),
+                                       Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{}));
+
+  static constexpr uint32_t kQBytes = kBlockM * kHeadDim * sizeof(Element);
+  static constexpr uint32_t kKVBytes = kBlockN * kHeadDim * sizeof(Element);
+
+  using PipelineKV = cutlass::PipelineTmaAsync<kStages>;
+
+  struct SharedStorage {
+    alignas(1024) cute::array_aligned<Element, cosize_v<SmemLayoutQ>> q;  // Q, then O
+    alignas(1024) cute::array_aligned<Element, cosize_v<SmemLayoutK>> k;
+    alignas(1024) cute::array_aligned<Element, cosize_v<SmemLayoutV>> v;
+    typename PipelineKV::SharedStorage pipeline_k;
+    typename PipelineKV::SharedStorage pipeline_v;
+    alignas(8) uint64_t q_full;   // TMA of Q landed (transaction barrier)
+    alignas(8) uint64_t q_empty;  // every consumer is done with Q and with O in Q's buffer
+  };
+  static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage));
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per block on sm_90");
+};
+
+// Plain parameters of one launch. Sizes are int32 (the launcher checks they fit); strides int64.
+template <class Traits>
+struct FwdParams {
+  typename Traits::TmaQ tma_q;
+  typename Traits::TmaKV tma_k, tma_v;
+  typename Traits::GmemShape shape_q, shape_k;  // (rows, d, heads, batch) as given to the TMAs
+
+  void* out = nullptr;
+  int64_t o_batch_stride = 0, o_row_stride = 0, o_head_stride = 0;
+  float* lse = nullptr;  // optional
+  int64_t lse_batch_stride = 0, lse_row_stride = 0, lse_head_stride = 0;
+
+  int batch = 0, heads = 0, heads_kv_group = 1, head_dim = 0;
+  int seqlen_q = 0, seqlen_k = 0;  // fixed lengths, or the max lengths for varlen
+  int total_q = 0, total_k = 0;    // rows of the packed tensors (varlen)
+  const int* cu_seqlens_q = nullptr;  // null: fixed-length batch
+  const int* cu_seqlens_k = nullptr;
+
+  float softmax_scale = 1.f;
+  float scale_log2 = 1.f;  // softmax_scale * log2(e): softmax runs in base 2
+  int window_left = -1;    // < 0: unbounded
+  int window_right = -1;   // < 0: unbounded (causal: 0)
+
+  int num_m_blocks = 0;
+  int num_tiles = 0;
+  bool longest_first = false;  // schedule the heaviest (causal) m-blocks first
+};
+
+}  // namespace deepwell::attention::sm90

@@ -1,0 +1,212 @@
+"""The sm_90 attention forward kernel against float64 references and the CPU backend.
+
+Every output is poisoned (NaN) before the call, so an unwritten element fails the comparison.
+"""
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import deepwell  # noqa: E402
+from attention_oracle import dense, rel_l2, varlen  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+TOL = {torch.bfloat16: 1e-2, torch.float16: 5e-3}
+LSE_TOL = 1e-4
+
+
+def rand(shape, dtype, gen, scale=1.0):
+    return (torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32) * scale).to(dtype)
+
+
+def run(q, k, v, **kw):
+    """deepwell on poisoned outputs: returns (out, lse)."""
+    varlen_ = kw.get("cu_seqlens_q") is not None
+    out = torch.full_like(q, float("nan"))
+    lse_shape = (q.shape[1], q.shape[0]) if varlen_ else (q.shape[0], q.shape[2], q.shape[1])
+    lse = torch.full(lse_shape, float("nan"), device=q.device, dtype=torch.float32)
+    deepwell.ops.forward_into(q, k, v, out, lse, **kw)
+    return out, lse
+
+
+def check(q, k, v, dtype=None, **kw):
+    out, lse = run(q, k, v, **kw)
+    ref_kw = {x: kw[x] for x in ("causal", "window", "scale") if x in kw}
+    if kw.get("cu_seqlens_q") is not None:
+        ref_out, ref_lse = varlen(q, k, v, kw["cu_seqlens_q"], kw["cu_seqlens_k"], **ref_kw)
+    else:
+        ref_out, ref_lse = dense(q, k, v, **ref_kw)
+    assert not torch.isnan(out).any(), "unwritten (poisoned) output elements"
+    assert not torch.isnan(lse).any(), "unwritten (poisoned) lse elements"
+    e_out = rel_l2(out, ref_out)
+    e_lse = rel_l2(lse, ref_lse)
+    assert e_out <= TOL[q.dtype], f"out rel L2 {e_out:.3e}"
+    assert e_lse <= LSE_TOL, f"lse rel L2 {e_lse:.3e}"
+    return out, lse
+
+
+SHAPES = [  # (B, Sq, Sk, Hq, Hkv, D)
+    (2, 128, 128, 4, 4, 128),
+    (1, 1, 1, 2, 2, 64),
+    (2, 17, 17, 4, 2, 128),
+    (1, 1000, 1000, 2, 1, 64),
+    (1, 4097, 4097, 2, 2, 128),
+    (2, 300, 77, 8, 1, 256),
+    (2, 77, 300, 8, 8, 256),
+    (3, 200, 513, 6, 3, 128),
+    (1, 513, 200, 2, 2, 64),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_dense_shapes(shape, causal, dtype, seed):
+    B, Sq, Sk, Hq, Hkv, D = shape
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v = rand((B, Sq, Hq, D), dtype, g), rand((B, Sk, Hkv, D), dtype, g), rand((B, Sk, Hkv, D), dtype, g)
+    check(q, k, v, causal=causal)
+
+
+@pytest.mark.parametrize("D", [8, 40, 72, 96, 136, 200])
+def test_head_dims_between_buckets(D, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v = (rand((2, 150, 4, D), torch.bfloat16, g) for _ in range(3))
+    check(q, k, v, causal=True)
+    check(q, k, v)
+
+
+@pytest.mark.parametrize("window", [(0, 0), (5, 3), (16, -1), (-1, 7), (100, 100), (300, 0)])
+@pytest.mark.parametrize("sq_sk", [(500, 500), (300, 700), (700, 300)])
+def test_sliding_windows(window, sq_sk, seed):
+    Sq, Sk = sq_sk
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = rand((2, Sq, 4, 128), torch.bfloat16, g)
+    k, v = rand((2, Sk, 2, 128), torch.bfloat16, g), rand((2, Sk, 2, 128), torch.bfloat16, g)
+    check(q, k, v, window=window)
+    check(q, k, v, window=(window[0], 0), causal=True)
+
+
+@pytest.mark.parametrize("D", [64, 128, 256])
+def test_varlen_with_empty_sequences(D, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    lens_q = [5, 0, 300, 1, 129, 0, 64]
+    lens_k = [9, 3, 0, 1, 400, 0, 64]  # third sequence: queries but no keys
+    cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device="cuda")
+    cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device="cuda")
+    q = rand((sum(lens_q), 8, D), torch.bfloat16, g)
+    k, v = rand((sum(lens_k), 2, D), torch.bfloat16, g), rand((sum(lens_k), 2, D), torch.bfloat16, g)
+    for causal in (False, True):
+        check(q, k, v, causal=causal, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
+              max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
+    check(q, k, v, window=(20, 10), cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
+          max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
+
+
+def test_rows_with_nothing_to_attend(seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = rand((2, 400, 2, 64), torch.bfloat16, g)
+    k, v = rand((2, 50, 2, 64), torch.bfloat16, g), rand((2, 50, 2, 64), torch.bfloat16, g)
+    out, lse = check(q, k, v, causal=True)  # rows 0..349 see no key
+    assert (out[:, :350] == 0).all() and torch.isinf(lse[:, :, :350]).all()
+    out, lse = check(q, k, v, window=(3, 0))
+    q2 = rand((1, 70, 2, 64), torch.bfloat16, g)
+    k2 = rand((1, 0, 2, 64), torch.bfloat16, g)
+    out, lse = check(q2, k2, k2)  # no keys at all
+    assert (out == 0).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_large_magnitude_inputs(dtype, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = rand((2, 333, 4, 128), dtype, g, scale=1e3)
+    k = rand((2, 333, 4, 128), dtype, g, scale=1e3)
+    v = rand((2, 333, 4, 128), dtype, g)
+    check(q, k, v, causal=True)
+    check(q, k, v)
+
+
+def test_scale_and_strided_layouts(seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    # q, k, v as slices of one packed (B, S, 3, H, D) projection, and a BHSD out.
+    qkv = rand((2, 257, 3, 4, 128), torch.bfloat16, g)
+    q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+    check(q, k, v, scale=0.05, causal=True)
+    # BHSD tensors seen as BSHD through strides.
+    qb, kb, vb = (rand((2, 4, 191, 64), torch.bfloat16, g) for _ in range(3))
+    check(qb.transpose(1, 2), kb.transpose(1, 2), vb.transpose(1, 2))
+
+
+def test_against_cpu_backend(seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v = rand((2, 131, 4, 64), torch.bfloat16, g), rand((2, 97, 2, 64), torch.bfloat16, g), rand((2, 97, 2, 64), torch.bfloat16, g)
+    out, lse = run(q, k, v, causal=True)
+    out_cpu, lse_cpu = deepwell.attention(q.cpu(), k.cpu(), v.cpu(), causal=True, return_lse=True)
+    assert rel_l2(out.cpu(), out_cpu) <= 1e-2
+    assert rel_l2(lse.cpu(), lse_cpu) <= LSE_TOL
+
+
+def test_bitwise_deterministic(seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v = (rand((4, 1024, 8, 128), torch.bfloat16, g) for _ in range(3))
+    a = deepwell.attention(q, k, v, causal=True)
+    b = deepwell.attention(q, k, v, causal=True)
+    assert torch.equal(a, b)
+
+
+def test_against_sdpa(seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v = (rand((2, 512, 8, 128), torch.bfloat16, g) for _ in range(3))
+    for causal in (False, True):
+        ours = deepwell.attention(q, k, v, causal=causal)
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal).transpose(1, 2)
+        assert rel_l2(ours, ref) <= 1e-2
+
+
+def test_side_stream_and_cuda_graph(seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v = (rand((2, 256, 4, 64), torch.bfloat16, g) for _ in range(3))
+    expected = deepwell.attention(q, k, v, causal=True)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        on_side = deepwell.attention(q, k, v, causal=True)
+    torch.cuda.current_stream().wait_stream(s)
+    assert torch.equal(on_side, expected)
+
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = deepwell.attention(q, k, v, causal=True)
+    q.copy_(rand(q.shape, q.dtype, g))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(captured, deepwell.attention(q, k, v, causal=True))
+
+
+def test_torch_compile_custom_op(seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v = (rand((2, 128, 4, 64), torch.bfloat16, g) for _ in range(3))
+
+    @torch.compile(fullgraph=True)
+    def f(q, k, v):
+        return deepwell.attention(q, k, v, causal=True) * 2
+
+    assert torch.equal(f(q, k, v), deepwell.attention(q, k, v, causal=True) * 2)
+
+
+def test_cuda_errors():
+    x = torch.zeros((1, 8, 2, 264), device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(NotImplementedError, match="multiple of 8 and at most 256"):
+        deepwell.attention(x, x, x)
+    x = torch.zeros((1, 8, 2, 64), device="cuda", dtype=torch.float32)
+    with pytest.raises(TypeError, match="bf16 or f16"):
+        deepwell.attention(x, x, x)
+    base = torch.zeros(1 * 8 * 2 * 64 + 4, device="cuda", dtype=torch.bfloat16)
+    mis = base[4:].view(1, 8, 2, 64)  # 8-byte offset: not 16-byte aligned
+    with pytest.raises(ValueError, match="aligned to 16 bytes"):
+        deepwell.attention(mis, mis, mis)
+    q = torch.zeros((1, 8, 2, 64), device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="argument 'k'"):
+        deepwell.attention(q, q.cpu(), q)
