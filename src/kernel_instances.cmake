@@ -16,4 +16,8 @@ set(DEEPWELL_CUDA_SOURCES
 
   # gemm
   src/gemm/dispatch_cuda.cpp
+
+  # quant: memory-bound quantization kernels, one file per kernel family (src/quant/*_sm90.cu)
+  src/quant/quantize_sm90.cu
+  src/quant/dequantize_sm90.cu
 )

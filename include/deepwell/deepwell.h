@@ -160,6 +160,61 @@ typedef struct dw_gemm_args {
 /* D = act(alpha * A B + beta * C + bias) + residual */
 DW_API dw_status dw_gemm(const dw_gemm_args* args, void* stream);
 
+/* ------------------------------------------------------------- quantization */
+/* Formats, scale rules and layouts: include/deepwell/quant.hpp and docs/formats.md. */
+
+enum {
+  DW_QUANT_FP8_TENSOR = 0,        /* f32 (1) scale */
+  DW_QUANT_FP8_ROW = 1,           /* f32 (..., 1) */
+  DW_QUANT_FP8_BLOCK_1X128 = 2,   /* f32 (..., ceil(K/128)) */
+  DW_QUANT_FP8_BLOCK_128X128 = 3, /* f32 (..., ceil(R/128), ceil(K/128)) over the last two dims */
+  DW_QUANT_MXFP8 = 4,             /* ue8m0 (..., K/32) */
+  DW_QUANT_MXFP4 = 5,             /* ue8m0 (..., K/32), e2m1 elements */
+  DW_QUANT_NVFP4 = 6              /* ue4m3 (..., K/16) + f32 (1) tensor scale, e2m1 elements */
+};
+enum { DW_SCALE_RULE_FLOOR = 0, DW_SCALE_RULE_RCEIL = 1 };
+
+typedef struct dw_quantize_args {
+  size_t struct_size;          /* sizeof(dw_quantize_args) */
+  const dw_tensor* x;          /* f32, f16 or bf16 (..., K) */
+  const dw_tensor* data;       /* like x; dtype E4M3/E5M2 (fp8 formats) or E2M1 */
+  const dw_tensor* scales;
+  const dw_tensor* tensor_scale; /* NVFP4: f32 (1); NULL otherwise */
+  const dw_tensor* data_t;     /* optional transposed copy (K, R) of a 2-D x */
+  const dw_tensor* scales_t;   /* its scales (NULL for DW_QUANT_FP8_TENSOR) */
+  int32_t format;              /* DW_QUANT_* */
+  int32_t rule;                /* DW_SCALE_RULE_*: MX formats only */
+  int32_t pow2_scales;         /* FP32-scale formats: round scales up to powers of two */
+  int32_t swizzle;             /* MX / NVFP4: scales in the 128x4 swizzled layout */
+} dw_quantize_args;
+
+DW_API dw_status dw_quantize(const dw_quantize_args* args, void* stream);
+
+typedef struct dw_dequantize_args {
+  size_t struct_size;          /* sizeof(dw_dequantize_args) */
+  const dw_tensor* data;
+  const dw_tensor* scales;
+  const dw_tensor* tensor_scale; /* NVFP4 only */
+  const dw_tensor* out;        /* f32, f16 or bf16, data's shape */
+  int32_t format;
+  int32_t swizzle;
+} dw_dequantize_args;
+
+DW_API dw_status dw_dequantize(const dw_dequantize_args* args, void* stream);
+
+/* Shapes of dw_quantize's outputs for an input of shape x_shape[x_ndim], so that callers can
+ * allocate them (transpose: also those of the transposed copy). */
+typedef struct dw_quant_shapes {
+  size_t struct_size;          /* sizeof(dw_quant_shapes) */
+  int32_t data_ndim, scales_ndim, data_t_ndim, scales_t_ndim;
+  int64_t data[8], scales[8], data_t[8], scales_t[8];
+  dw_dtype scale_dtype;        /* DW_DTYPE_F32, _UE8M0 or _UE4M3 */
+  int32_t has_tensor_scale;    /* NVFP4: an f32 (1) tensor scale */
+} dw_quant_shapes;
+
+DW_API dw_status dw_quantize_shapes(int32_t format, int32_t swizzle, int32_t transpose,
+                                    const int64_t* x_shape, int32_t x_ndim, dw_quant_shapes* out);
+
 #ifdef __cplusplus
 }  /* extern "C" */
 #endif

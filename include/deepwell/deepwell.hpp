@@ -4,3 +4,4 @@
 #include "deepwell/attention.hpp"
 #include "deepwell/core.hpp"
 #include "deepwell/gemm.hpp"
+#include "deepwell/quant.hpp"

@@ -213,4 +213,80 @@ dw_status dw_gemm(const dw_gemm_args* a, void* stream) {
   });
 }
 
+dw_status dw_quantize(const dw_quantize_args* a, void* stream) {
+  return guarded([&]() -> Status {
+    const char* op = "quantize";
+    DW_TRY(check_struct(op, a, a ? a->struct_size : 0, sizeof(dw_quantize_args)));
+    deepwell::QuantizeArgs args;
+    TensorView ts, dt, st;
+    bool has_ts, has_dt, has_st, present;
+    DW_TRY(to_view(op, "x", a->x, true, &args.x, &present));
+    DW_TRY(to_view(op, "data", a->data, true, &args.data, &present));
+    DW_TRY(to_view(op, "scales", a->scales, true, &args.scales, &present));
+    DW_TRY(to_view(op, "tensor_scale", a->tensor_scale, false, &ts, &has_ts));
+    DW_TRY(to_view(op, "data_t", a->data_t, false, &dt, &has_dt));
+    DW_TRY(to_view(op, "scales_t", a->scales_t, false, &st, &has_st));
+    args.tensor_scale = has_ts ? &ts : nullptr;
+    args.data_t = has_dt ? &dt : nullptr;
+    args.scales_t = has_st ? &st : nullptr;
+    args.config = {static_cast<deepwell::QuantFormat>(a->format),
+                   static_cast<deepwell::ScaleRule>(a->rule), a->pow2_scales != 0, a->swizzle != 0};
+    return deepwell::quantize(args, {stream, nullptr, 0});
+  });
+}
+
+dw_status dw_dequantize(const dw_dequantize_args* a, void* stream) {
+  return guarded([&]() -> Status {
+    const char* op = "dequantize";
+    DW_TRY(check_struct(op, a, a ? a->struct_size : 0, sizeof(dw_dequantize_args)));
+    deepwell::DequantizeArgs args;
+    TensorView ts;
+    bool has_ts, present;
+    DW_TRY(to_view(op, "data", a->data, true, &args.data, &present));
+    DW_TRY(to_view(op, "scales", a->scales, true, &args.scales, &present));
+    DW_TRY(to_view(op, "tensor_scale", a->tensor_scale, false, &ts, &has_ts));
+    DW_TRY(to_view(op, "out", a->out, true, &args.out, &present));
+    args.tensor_scale = has_ts ? &ts : nullptr;
+    args.config.format = static_cast<deepwell::QuantFormat>(a->format);
+    args.config.swizzle = a->swizzle != 0;
+    return deepwell::dequantize(args, {stream, nullptr, 0});
+  });
+}
+
+dw_status dw_quantize_shapes(int32_t format, int32_t swizzle, int32_t transpose,
+                             const int64_t* x_shape, int32_t x_ndim, dw_quant_shapes* out) {
+  return guarded([&]() -> Status {
+    const char* op = "quantize_shapes";
+    DW_TRY(check_struct(op, out, out ? out->struct_size : 0, sizeof(dw_quant_shapes)));
+    if (x_ndim < 0 || x_ndim > deepwell::kMaxDims) {
+      return deepwell::detail::arg_error(op, "x_ndim", "between 0 and 8", std::to_string(x_ndim));
+    }
+    if (x_ndim > 0 && x_shape == nullptr) {
+      return deepwell::detail::arg_error(op, "x_shape", "a non-NULL shape array", "NULL");
+    }
+    deepwell::Shape xs;
+    xs.ndim = x_ndim;
+    for (int i = 0; i < x_ndim; ++i) xs.dims[i] = x_shape[i];
+    deepwell::QuantConfig cfg;
+    cfg.format = static_cast<deepwell::QuantFormat>(format);
+    cfg.swizzle = swizzle != 0;
+    deepwell::QuantShapes s;
+    DW_TRY(deepwell::quantize_shapes(cfg, xs, transpose != 0, &s));
+    const size_t size = out->struct_size;
+    *out = dw_quant_shapes{};
+    out->struct_size = size;
+    auto copy = [](const deepwell::Shape& from, int32_t* ndim, int64_t* dims) {
+      *ndim = from.ndim;
+      for (int i = 0; i < from.ndim; ++i) dims[i] = from.dims[i];
+    };
+    copy(s.data, &out->data_ndim, out->data);
+    copy(s.scales, &out->scales_ndim, out->scales);
+    copy(s.data_t, &out->data_t_ndim, out->data_t);
+    copy(s.scales_t, &out->scales_t_ndim, out->scales_t);
+    out->scale_dtype = static_cast<dw_dtype>(s.scale_dtype);
+    out->has_tensor_scale = s.has_tensor_scale ? 1 : 0;
+    return Status::Ok();
+  });
+}
+
 }  // extern "C"

@@ -1,0 +1,275 @@
+// Scalar codecs of the low-precision formats (docs/formats.md, /work/shared/formats.md), usable
+// from host code and from CUDA kernels alike, so that the GPU kernels and the CPU reference share
+// one definition of every rounding and scale rule.
+//
+// Bit-exactness across CPU and GPU: every float operation here is a single IEEE-rounded division or
+// multiplication (div_rn / mul_rn: no FMA contraction, no fast-math), or integer work on the bits.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define DW_QHD __host__ __device__ __forceinline__
+#else
+#define DW_QHD inline
+#endif
+
+namespace deepwell::quant {
+
+DW_QHD uint32_t fbits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+
+DW_QHD float bitsf(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+
+DW_QHD float div_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+DW_QHD float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+constexpr uint32_t kF32Inf = 0x7f800000u;
+constexpr uint32_t kF32QNaN = 0x7fc00000u;  // the NaN every scale rule writes (positive, quiet)
+constexpr uint32_t kF32MinNormal = 0x00800000u;  // 2^-126: the smallest FP32 scale
+
+// ------------------------------------------------------------------------------- element formats
+
+// Canonical NaN codes written by the encoders (the sign of an input NaN is not kept: CPU and GPU
+// arithmetic disagree on it).
+constexpr uint8_t kE4M3NaN = 0x7f;
+constexpr uint8_t kE5M2NaN = 0x7f;
+constexpr uint8_t kE4M3Max = 0x7e;  // 448
+constexpr uint8_t kE5M2Max = 0x7b;  // 57344
+constexpr uint8_t kE2M1Max = 0x7;   // 6
+
+// Round a finite, non-negative fp32 (its bits `a`) to a minifloat with M mantissa bits and the
+// given bias: round to nearest, ties to even, saturating at `max_code`. Returns the magnitude code
+// (exponent field << M | mantissa); subnormals of the target are handled by sharing the quantum of
+// the lowest binade.
+template <int M, int BIAS>
+DW_QHD uint32_t encode_magnitude(uint32_t a, uint32_t max_code) {
+  const int ef = static_cast<int>(a >> 23);
+  // fp32 zero or subnormal: below half the smallest subnormal of every target format.
+  if (ef == 0) return 0;
+  const int e = ef - 127;
+  const int eq = e > 1 - BIAS ? e : 1 - BIAS;  // binade of the result (subnormals use the lowest)
+  const int shift = eq - e + 23 - M;           // fp32 significand bits below the target's quantum
+  if (shift >= 25) return 0;                   // value < half the quantum
+  const uint32_t sig = (a & 0x7fffffu) | 0x800000u;
+  uint32_t q = sig >> shift;  // number of quanta, truncated
+  const uint32_t rem = sig & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  q += (rem > half || (rem == half && (q & 1u))) ? 1u : 0u;
+  // Normal: (exponent field << M) + mantissa == ((field - 1) << M) + q, and a carry out of the
+  // mantissa moves into the exponent by itself.
+  const uint32_t code = (static_cast<uint32_t>(eq + BIAS - 1) << M) + q;
+  return code > max_code ? max_code : code;
+}
+
+// fp32 -> e4m3fn: RNE, finite values and +-Inf saturate to +-448 (there is no Inf), NaN -> 0x7f.
+DW_QHD uint8_t encode_e4m3(float x) {
+  const uint32_t u = fbits(x), a = u & 0x7fffffffu;
+  if (a > kF32Inf) return kE4M3NaN;
+  const uint32_t sign = (u >> 24) & 0x80u;
+  if (a == kF32Inf) return static_cast<uint8_t>(sign | kE4M3Max);
+  return static_cast<uint8_t>(sign | encode_magnitude<3, 7>(a, kE4M3Max));
+}
+
+// fp32 -> e5m2: RNE, finite values saturate to +-57344, +-Inf stays +-Inf, NaN -> 0x7f.
+DW_QHD uint8_t encode_e5m2(float x) {
+  const uint32_t u = fbits(x), a = u & 0x7fffffffu;
+  if (a > kF32Inf) return kE5M2NaN;
+  const uint32_t sign = (u >> 24) & 0x80u;
+  if (a == kF32Inf) return static_cast<uint8_t>(sign | 0x7cu);
+  return static_cast<uint8_t>(sign | encode_magnitude<2, 15>(a, kE5M2Max));
+}
+
+// fp32 -> e2m1 (a 4-bit code): RNE, saturating at +-6 (Inf too); NaN -> +6 (no NaN in e2m1; this
+// is what NVIDIA's cvt.rn.satfinite.e2m1x2 does). The thresholds are the midpoints between the
+// eight magnitudes {0, .5, 1, 1.5, 2, 3, 4, 6}: a tie goes to the even code (strict > when the
+// lower neighbour has an even code).
+DW_QHD uint8_t encode_e2m1(float x) {
+  const uint32_t u = fbits(x), a = u & 0x7fffffffu;
+  if (a > kF32Inf) return kE2M1Max;
+  const float v = bitsf(a);
+  const uint32_t code = (v > 0.25f) + (v >= 0.75f) + (v > 1.25f) + (v >= 1.75f) + (v > 2.5f) +
+                        (v >= 3.5f) + (v > 5.0f);
+  return static_cast<uint8_t>(((u >> 28) & 0x8u) | code);
+}
+
+DW_QHD float decode_e4m3(uint8_t b) {
+  const uint32_t sign = static_cast<uint32_t>(b & 0x80u) << 24;
+  const uint32_t e = (b >> 3) & 0xfu, m = b & 0x7u;
+  if (e == 0xf && m == 0x7) return bitsf(sign | kF32QNaN);
+  if (e == 0) return bitsf(sign | fbits(static_cast<float>(m) * 0.001953125f));  // m * 2^-9, exact
+  return bitsf(sign | ((e + 120u) << 23) | (m << 20));
+}
+
+DW_QHD float decode_e5m2(uint8_t b) {
+  const uint32_t sign = static_cast<uint32_t>(b & 0x80u) << 24;
+  const uint32_t e = (b >> 2) & 0x1fu, m = b & 0x3u;
+  if (e == 0x1f) return bitsf(sign | (m ? kF32QNaN : kF32Inf));
+  if (e == 0) return bitsf(sign | fbits(static_cast<float>(m) * 1.52587890625e-05f));  // m * 2^-16
+  return bitsf(sign | ((e + 112u) << 23) | (m << 21));
+}
+
+// A 4-bit e2m1 code (the low nibble of `n`).
+DW_QHD float decode_e2m1(uint8_t n) {
+  const uint32_t sign = static_cast<uint32_t>(n & 0x8u) << 28;
+  const uint32_t e = (n >> 1) & 0x3u, m = n & 0x1u;
+  if (e == 0) return bitsf(sign | (m ? 0x3f000000u : 0u));  // 0 or 0.5
+  return bitsf(sign | ((e + 126u) << 23) | (m << 22));
+}
+
+// UE8M0: 2^(b - 127); 0xff is NaN; 0 is 2^-127 (an fp32 subnormal, exact).
+DW_QHD float decode_ue8m0(uint8_t b) {
+  if (b == 0xff) return bitsf(kF32QNaN);
+  if (b == 0) return bitsf(0x00400000u);
+  return bitsf(static_cast<uint32_t>(b) << 23);
+}
+
+// UE4M3: e4m3 whose sign bit is unused (ignored when decoding).
+DW_QHD float decode_ue4m3(uint8_t b) { return decode_e4m3(b & 0x7fu); }
+
+// ------------------------------------------------------------------------------- element traits
+
+enum class Elem : int32_t { kE4M3 = 0, kE5M2 = 1, kE2M1 = 2 };
+
+struct ElemInfo {
+  float max_normal;   // 448, 57344, 6
+  int emax;           // floor(log2(max_normal)): 8, 15, 2
+  uint32_t max_mant;  // fp32 mantissa bits of max_normal: 1.75 -> 0x600000, 1.5 -> 0x400000
+};
+
+DW_QHD ElemInfo elem_info(Elem e) {
+  switch (e) {
+    case Elem::kE4M3: return {448.0f, 8, 0x600000u};
+    case Elem::kE5M2: return {57344.0f, 15, 0x600000u};
+    default: return {6.0f, 2, 0x400000u};
+  }
+}
+
+DW_QHD uint8_t encode_elem(Elem e, float x) {
+  switch (e) {
+    case Elem::kE4M3: return encode_e4m3(x);
+    case Elem::kE5M2: return encode_e5m2(x);
+    default: return encode_e2m1(x);
+  }
+}
+
+DW_QHD float decode_elem(Elem e, uint8_t code) {
+  switch (e) {
+    case Elem::kE4M3: return decode_e4m3(code);
+    case Elem::kE5M2: return decode_e5m2(code);
+    default: return decode_e2m1(code);
+  }
+}
+
+// The code every element of a block with a NaN scale is stored as.
+DW_QHD uint8_t nan_code(Elem e) { return e == Elem::kE2M1 ? kE2M1Max : kE4M3NaN; }
+
+// --------------------------------------------------------------------------------- scale rules
+
+// |x| as fp32 bits: a max over these is a NaN-propagating amax (every NaN sorts above Inf).
+DW_QHD uint32_t abs_bits(float x) { return fbits(x) & 0x7fffffffu; }
+
+// ceil(log2(amax / max_normal)) computed exactly from the bits of a positive normal amax:
+// amax = (1 + f) 2^e and max_normal = (1 + f_max) 2^emax give e - emax, plus 1 when f > f_max.
+DW_QHD int ceil_log2_ratio(uint32_t amax_bits, const ElemInfo& info) {
+  return static_cast<int>(amax_bits >> 23) - 127 - info.emax +
+         ((amax_bits & 0x7fffffu) > info.max_mant ? 1 : 0);
+}
+
+// MX (UE8M0) scale byte of a block with the given amax (as abs bits).
+//   floor: E = floor(log2 amax) - emax_elem;   rceil: E = ceil(log2(amax / max_normal))
+// E is clamped to [-127, 127]; a zero (or fp32-subnormal) amax gives E = -127; NaN/Inf -> 0xff.
+DW_QHD uint8_t mx_scale(uint32_t amax_bits, const ElemInfo& info, bool rceil) {
+  if (amax_bits >= kF32Inf) return 0xff;
+  if (amax_bits < kF32MinNormal) return 0;  // floor(log2) <= -127 - emax: clamps to -127
+  int e = rceil ? ceil_log2_ratio(amax_bits, info)
+                : static_cast<int>(amax_bits >> 23) - 127 - info.emax;
+  e = e < -127 ? -127 : (e > 127 ? 127 : e);
+  return static_cast<uint8_t>(e + 127);
+}
+
+// 1 / 2^(byte - 127), exact for every byte but 0xff (the caller handles NaN scales); byte 254
+// gives the fp32 subnormal 2^-127.
+DW_QHD float mx_inv_scale(uint8_t byte) {
+  return byte == 254 ? bitsf(0x00400000u) : bitsf(static_cast<uint32_t>(254 - byte) << 23);
+}
+
+// FP32 scale of a block: amax / max_normal, at least 2^-126; pow2: 2^ceil(log2(amax / max_normal))
+// computed exactly (the MX "rceil" exponent), within [2^-126, 2^127]. NaN/Inf amax -> NaN.
+DW_QHD float fp32_scale(uint32_t amax_bits, const ElemInfo& info, bool pow2) {
+  if (amax_bits >= kF32Inf) return bitsf(kF32QNaN);
+  if (pow2) {
+    int e = amax_bits < kF32MinNormal ? -126 : ceil_log2_ratio(amax_bits, info);
+    e = e < -126 ? -126 : (e > 127 ? 127 : e);
+    return bitsf(static_cast<uint32_t>(e + 127) << 23);
+  }
+  const float s = div_rn(bitsf(amax_bits), info.max_normal);
+  return fbits(s) < kF32MinNormal ? bitsf(kF32MinNormal) : s;
+}
+
+// NVFP4 per-tensor scale s_t = amax / (448 * 6), at least 2^-126; NaN/Inf amax -> NaN.
+DW_QHD float nvfp4_tensor_scale(uint32_t amax_bits) {
+  if (amax_bits >= kF32Inf) return bitsf(kF32QNaN);
+  const float s = div_rn(bitsf(amax_bits), 2688.0f);
+  return fbits(s) < kF32MinNormal ? bitsf(kF32MinNormal) : s;
+}
+
+// NVFP4 block scale s_b = to_e4m3(clamp((amax_b / 6) / s_t, 2^-6, 448)); NaN when either is.
+DW_QHD uint8_t nvfp4_block_scale(uint32_t amax_bits, float s_t) {
+  if (amax_bits >= kF32Inf || fbits(s_t) >= kF32Inf) return kE4M3NaN;
+  float v = div_rn(div_rn(bitsf(amax_bits), 6.0f), s_t);
+  v = v < 0.015625f ? 0.015625f : (v > 448.0f ? 448.0f : v);
+  return encode_e4m3(v);
+}
+
+// Encoding with an FP32 scale: to_elem(v / scale); a NaN scale stores the NaN code.
+DW_QHD uint8_t encode_scaled(Elem e, float v, float scale) {
+  if (fbits(scale) >= kF32Inf) return nan_code(e);
+  return encode_elem(e, div_rn(v, scale));
+}
+
+// Encoding with an MX scale: to_elem(v / 2^E) == to_elem(v * 2^-E) exactly (2^-E is a float).
+DW_QHD uint8_t encode_mx(Elem e, float v, uint8_t scale_byte) {
+  if (scale_byte == 0xff) return nan_code(e);
+  return encode_elem(e, mul_rn(v, mx_inv_scale(scale_byte)));
+}
+
+// NVFP4 element: to_e2m1(x / (s_t * s_b)) with the product rounded to fp32 first, as written.
+DW_QHD uint8_t encode_nvfp4(float v, float s_t, uint8_t s_b) {
+  if (s_b == kE4M3NaN) return kE2M1Max;
+  return encode_e2m1(div_rn(v, mul_rn(s_t, decode_ue4m3(s_b))));
+}
+
+DW_QHD float decode_nvfp4(uint8_t q, uint8_t s_b, float s_t) {
+  return mul_rn(mul_rn(decode_e2m1(q), decode_ue4m3(s_b)), s_t);
+}
+
+}  // namespace deepwell::quant

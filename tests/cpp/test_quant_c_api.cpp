@@ -1,0 +1,110 @@
+// The quantization entry points of the C ABI: dw_quantize, dw_dequantize, dw_quantize_shapes.
+#include <cmath>
+#include <string>
+
+#include "deepwell/deepwell.h"
+#include "helpers.hpp"
+
+namespace {
+
+bool error_has(const char* phrase) {
+  return std::string(dw_last_error()).find(phrase) != std::string::npos;
+}
+
+TEST(QuantCApi, ShapesThenQuantizeThenDequantize) {
+  const int64_t xs[2] = {4, 64};
+  dw_quant_shapes s{};
+  s.struct_size = sizeof s;
+  ASSERT_EQ(dw_quantize_shapes(DW_QUANT_NVFP4, 0, 0, xs, 2, &s), DW_STATUS_OK) << dw_last_error();
+  EXPECT_EQ(s.scales_ndim, 2);
+  EXPECT_EQ(s.scales[1], 4);
+  EXPECT_EQ(s.scale_dtype, DW_DTYPE_UE4M3);
+  EXPECT_EQ(s.has_tensor_scale, 1);
+
+  float x[256], back[256], ts = 0;
+  for (int i = 0; i < 256; ++i) x[i] = (i % 13) - 6.0f;
+  uint8_t data[128], scales[16];
+  const int64_t one = 1;
+  dw_tensor tx{x, xs, nullptr, 2, DW_DTYPE_F32, DW_DEVICE_CPU, 0};
+  dw_tensor td{data, xs, nullptr, 2, DW_DTYPE_E2M1, DW_DEVICE_CPU, 0};
+  dw_tensor tsc{scales, s.scales, nullptr, 2, DW_DTYPE_UE4M3, DW_DEVICE_CPU, 0};
+  dw_tensor tts{&ts, &one, nullptr, 1, DW_DTYPE_F32, DW_DEVICE_CPU, 0};
+  dw_tensor tb{back, xs, nullptr, 2, DW_DTYPE_F32, DW_DEVICE_CPU, 0};
+  dw_quantize_args q{};
+  q.struct_size = sizeof q;
+  q.x = &tx;
+  q.data = &td;
+  q.scales = &tsc;
+  q.tensor_scale = &tts;
+  q.format = DW_QUANT_NVFP4;
+  ASSERT_EQ(dw_quantize(&q, nullptr), DW_STATUS_OK) << dw_last_error();
+  EXPECT_EQ(ts, 6.0f / 2688.0f);
+  dw_dequantize_args d{};
+  d.struct_size = sizeof d;
+  d.data = &td;
+  d.scales = &tsc;
+  d.tensor_scale = &tts;
+  d.out = &tb;
+  d.format = DW_QUANT_NVFP4;
+  ASSERT_EQ(dw_dequantize(&d, nullptr), DW_STATUS_OK) << dw_last_error();
+  for (int i = 0; i < 256; ++i) EXPECT_NEAR(back[i], x[i], 1.0f) << i;  // 5 is a tie: 4
+}
+
+TEST(QuantCApi, StructSizeChecked) {
+  dw_quantize_args q{};
+  q.struct_size = 8;
+  EXPECT_EQ(dw_quantize(&q, nullptr), DW_STATUS_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_has("struct_size"));
+  dw_dequantize_args d{};
+  EXPECT_EQ(dw_dequantize(&d, nullptr), DW_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(dw_dequantize(nullptr, nullptr), DW_STATUS_INVALID_ARGUMENT);
+  dw_quant_shapes s{};
+  const int64_t xs[1] = {32};
+  EXPECT_EQ(dw_quantize_shapes(DW_QUANT_MXFP8, 0, 0, xs, 1, &s), DW_STATUS_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_has("struct_size"));
+}
+
+TEST(QuantCApi, MissingTensorsAndBadEnums) {
+  dw_quantize_args q{};
+  q.struct_size = sizeof q;
+  EXPECT_EQ(dw_quantize(&q, nullptr), DW_STATUS_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_has("argument 'x': expected a tensor descriptor, got NULL")) << dw_last_error();
+  dw_quant_shapes s{};
+  s.struct_size = sizeof s;
+  const int64_t xs[2] = {4, 64};
+  EXPECT_EQ(dw_quantize_shapes(9, 0, 0, xs, 2, &s), DW_STATUS_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_has("argument 'format'"));
+  EXPECT_EQ(dw_quantize_shapes(DW_QUANT_MXFP8, 0, 0, nullptr, 2, &s), DW_STATUS_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_has("argument 'x_shape'"));
+  EXPECT_EQ(dw_quantize_shapes(DW_QUANT_MXFP8, 0, 0, xs, 9, &s), DW_STATUS_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_has("argument 'x_ndim'"));
+  EXPECT_EQ(dw_quantize_shapes(DW_QUANT_FP8_BLOCK_1X128, 1, 0, xs, 2, &s), DW_STATUS_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_has("argument 'swizzle'"));
+}
+
+TEST(QuantCApi, TransposedCopyAndRule) {
+  const int64_t xs[2] = {32, 64}, ts_[2] = {64, 32}, ss[2] = {32, 2}, sst[2] = {64, 1};
+  float x[32 * 64];
+  for (int i = 0; i < 32 * 64; ++i) x[i] = std::sin(0.37f * i) * 300.0f;
+  uint8_t data[32 * 64], data_t[32 * 64], sc[64], sc_t[64];
+  dw_tensor tx{x, xs, nullptr, 2, DW_DTYPE_F32, DW_DEVICE_CPU, 0};
+  dw_tensor td{data, xs, nullptr, 2, DW_DTYPE_E4M3, DW_DEVICE_CPU, 0};
+  dw_tensor tdt{data_t, ts_, nullptr, 2, DW_DTYPE_E4M3, DW_DEVICE_CPU, 0};
+  dw_tensor tsc{sc, ss, nullptr, 2, DW_DTYPE_U8, DW_DEVICE_CPU, 0};
+  dw_tensor tsct{sc_t, sst, nullptr, 2, DW_DTYPE_U8, DW_DEVICE_CPU, 0};
+  dw_quantize_args q{};
+  q.struct_size = sizeof q;
+  q.x = &tx;
+  q.data = &td;
+  q.scales = &tsc;
+  q.data_t = &tdt;
+  q.scales_t = &tsct;
+  q.format = DW_QUANT_MXFP8;
+  q.rule = DW_SCALE_RULE_RCEIL;
+  ASSERT_EQ(dw_quantize(&q, nullptr), DW_STATUS_OK) << dw_last_error();
+  q.rule = 5;
+  EXPECT_EQ(dw_quantize(&q, nullptr), DW_STATUS_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_has("argument 'rule'"));
+}
+
+}  // namespace
