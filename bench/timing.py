@@ -1,0 +1,141 @@
+"""Timers: CUDA events on the GPU, time.perf_counter on the CPU.
+
+Every call is timed on its own (one event pair around one eager call), so the distribution
+(median, p20, p80) comes out, and host-side launch and binding cost shows wherever it exceeds the
+kernel's time: the GPU reaches the start event, then waits for the call to be enqueued. Between
+calls the inputs rotate among several sets whose total size exceeds twice the L2 cache, so a
+call does not find its inputs in L2 (mode "rotate", the default). Mode "flush" instead writes a
+256 MB buffer before every call; that hides launch overhead (the host runs ahead during the
+flush), so it suits large kernels only.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+# Set once by run.py (configure()); the suites read them through measure().
+CONFIG = {"warmup_ms": 25.0, "rep_ms": 100.0, "min_reps": 10, "max_reps": 1000, "l2": "rotate",
+          "do_bench": False}
+CPU_CONFIG = {"warmup_calls": 2, "rep_ms": 100.0, "min_reps": 3, "max_reps": 50}
+_flush_buf = None
+
+
+def configure(**kw):
+    CONFIG.update({k: v for k, v in kw.items() if v is not None})
+
+
+def describe(device: str) -> dict:
+    """What the JSON records about the timing method."""
+    if device == "cpu":
+        return {"timer": "time.perf_counter per call", **CPU_CONFIG, "stat": "median"}
+    return {"timer": "CUDA events, one pair per eager call", **CONFIG, "stat": "median",
+            "flush_bytes": 256 << 20 if CONFIG["l2"] == "flush" else 0}
+
+
+def l2_bytes(device: str) -> int:
+    if device == "cpu":
+        return 32 << 20  # no shared last-level cache size to read portably; a generous guess
+    import torch
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return int(getattr(props, "L2_cache_size", 0) or (50 << 20))
+
+
+def num_sets(set_bytes: int, device: str, cap_bytes: int = 2 << 30, max_sets: int = 1024) -> int:
+    """How many input sets to rotate among so that together they exceed twice the L2 size."""
+    if CONFIG["l2"] == "flush" and device != "cpu":
+        return 1
+    if device == "cpu":
+        max_sets = min(max_sets, 8)  # CPU timing is coarse anyway; generating sets costs time
+    set_bytes = max(int(set_bytes), 1)
+    n = math.ceil(2 * l2_bytes(device) / set_bytes)
+    n = min(n, max_sets, max(1, cap_bytes // set_bytes))
+    return max(1, n)
+
+
+def _stats(samples_us: list[float]) -> dict:
+    s = sorted(samples_us)
+    def q(p):
+        if len(s) == 1:
+            return s[0]
+        x = p * (len(s) - 1)
+        lo = int(math.floor(x))
+        hi = min(lo + 1, len(s) - 1)
+        return s[lo] + (s[hi] - s[lo]) * (x - lo)
+    return {"median_us": q(0.5), "p20_us": q(0.2), "p80_us": q(0.8), "min_us": s[0],
+            "count": len(s)}
+
+
+def measure(fn, sets: list[tuple], device: str) -> dict:
+    """Times fn(*sets[i % len(sets)]); returns median/p20/p80/min in microseconds and the count."""
+    if device == "cpu":
+        return _measure_cpu(fn, sets)
+    return _measure_cuda(fn, sets)
+
+
+def _measure_cpu(fn, sets):
+    c = CPU_CONFIG
+    n = len(sets)
+    t0 = time.perf_counter()
+    for i in range(c["warmup_calls"]):
+        fn(*sets[i % n])
+    est = (time.perf_counter() - t0) / c["warmup_calls"]
+    reps = int(min(c["max_reps"], max(c["min_reps"], c["rep_ms"] * 1e-3 / max(est, 1e-9))))
+    samples = []
+    for i in range(reps):
+        args = sets[i % n]
+        t = time.perf_counter()
+        fn(*args)
+        samples.append((time.perf_counter() - t) * 1e6)
+    return {**_stats(samples), "sets": n}
+
+
+def _measure_cuda(fn, sets):
+    import torch
+
+    global _flush_buf
+    c = CONFIG
+    n = len(sets)
+    flush = c["l2"] == "flush"
+    if flush and _flush_buf is None:
+        _flush_buf = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    # First calls (module load, autotuning, handle creation) and a cost estimate.
+    fn(*sets[0])
+    torch.cuda.synchronize()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    probe = 3
+    e0.record()
+    for i in range(probe):
+        fn(*sets[i % n])
+    e1.record()
+    torch.cuda.synchronize()
+    est_ms = max(e0.elapsed_time(e1) / probe, 1e-4)
+    for i in range(int(min(1000, c["warmup_ms"] / est_ms))):
+        fn(*sets[i % n])
+    reps = int(min(c["max_reps"], max(c["min_reps"], c["rep_ms"] / est_ms)))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    torch.cuda.synchronize()
+    for i in range(reps):
+        args = sets[i % n]
+        if flush:
+            _flush_buf.zero_()
+        starts[i].record()
+        fn(*args)
+        ends[i].record()
+    torch.cuda.synchronize()
+    res = _stats([s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)])
+    res["sets"] = n
+    if c["do_bench"]:
+        res["do_bench_us"] = _do_bench(fn, sets[0])
+    return res
+
+
+def _do_bench(fn, args):
+    """Cross-check with triton.testing.do_bench (median, L2 cleared between calls)."""
+    try:
+        from triton.testing import do_bench
+
+        return do_bench(lambda: fn(*args), warmup=25, rep=100, return_mode="median") * 1e3
+    except Exception as e:  # noqa: BLE001 - a cross-check never stops the run
+        return f"do_bench failed: {type(e).__name__}: {e}"
