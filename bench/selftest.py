@@ -36,7 +36,9 @@ def fake_gemm(a, b, bias=None, activation="none"):
 
 
 def fake_gemm_fp8(a, b, sa, sb, granularity):
+    """include/deepwell/gemm.hpp's Fp8Scaling conventions (row: scale_b (1, N))."""
     M, K = a.shape
+    sb = sb.reshape(-1, 1) if granularity == "row" else sb
     ba, bw = gemm_fp8.BLOCKS[granularity](M, b.shape[1], K)
     A = a.double() * refs.expand_scale(sa, ba, None, None)
     W = b.t().double() * refs.expand_scale(sb, bw, None, None)

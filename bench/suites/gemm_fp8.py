@@ -2,17 +2,16 @@
 sm_90 builds of PyTorch reject) vs deepwell.gemm_fp8 at every scaling granularity.
 
 Operands: A (M, K) row-major; B stored (N, K) K-major (a weight as quantize() writes it) and
-passed as its (K, N) transpose view, the layout cuBLAS wants. deepwell gets its scales exactly as
-include/deepwell/quant.hpp defines them for A (M, K) and for B's (N, K) storage (the lead must
-keep deepwell.gemm_fp8 in step with this):
-  granularity  quant format       scale_a               scale_b (for B stored (N, K))
-  tensor       kFp8Tensor         f32 (1)               f32 (1)
-  row          kFp8Row            f32 (M, 1)            f32 (N, 1)
-  block        1x128 / 128x128    f32 (M, K/128)        f32 (N/128, K/128)
-  mx           kMxfp8             ue8m0 (M, K/32)       ue8m0 (N, K/32)
-PyTorch gets the shapes torch._scaled_mm documents: () / (M, 1) and (1, N) / (M, K/128) and
-(K/128, N/128), the block scales outer-dim-major. The reference is the float64 product of the
-dequantized operands.
+passed as its (K, N) transpose view, the layout cuBLAS wants. deepwell gets its scales as
+include/deepwell/gemm.hpp's Fp8Scaling describes them (keep the two in step):
+  granularity  scale_a                                scale_b
+  tensor       f32 (1)                                f32 (1)
+  row          f32 (M, 1)                             f32 (1, N)
+  block        f32 (M, K/128), unit stride along M    f32 (N/128, K/128), row-major
+  mx           ue8m0 (M, K/32)                        ue8m0 (N, K/32)
+(the block layouts are the ones the CUDA kernel reads without a copy). PyTorch gets the shapes
+torch._scaled_mm documents: () / (M, 1) and (1, N) / (M, K/128) and (K/128, N/128), the block
+scales outer-dim-major. The reference is the float64 product of the dequantized operands.
 """
 from __future__ import annotations
 
@@ -61,6 +60,10 @@ def _inputs(M: int, N: int, K: int, gran: str, dev: str, for_torch: bool):
             sa, sw = _torch_scales(gran, sa, sw)
         elif gran == "tensor":
             sa, sw = sa.reshape(1), sw.reshape(1)
+        elif gran == "row":
+            sw = sw.reshape(1, N)
+        elif gran == "block":
+            sa = sa.t().contiguous().t()
         elif gran == "mx":
             sa, sw = sa.to(torch.float8_e8m0fnu), sw.to(torch.float8_e8m0fnu)
         return a, w.t(), sa, sw
@@ -73,7 +76,8 @@ def _check(gran: str, M: int, N: int, K: int, for_torch: bool):
 
     def check(out, args):
         a, b, sa, sb = args
-        sw = sb.t() if for_torch and gran in ("row", "block") else sb  # back to (N, K)'s scales
+        # back to the scales of B's (N, K) storage, (N / bn, K / bk)
+        sw = sb.reshape(N, 1) if gran == "row" else sb.t() if for_torch and gran == "block" else sb
         return refs.gemm_check(
             out, lambda i: a[i].double() * refs.expand_scale(sa, ba, i, None),
             lambda j: (b.t()[j].double() * refs.expand_scale(sw, bw, j, None)).t(), M, N)
