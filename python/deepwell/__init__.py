@@ -5,6 +5,7 @@ on the library's reference backend; CUDA tensors on the sm_90a kernels.
 """
 from . import _C
 from .ops import attention, attention_backward, gemm
+from .quant import dequantize, quantize, swizzle_scales, unswizzle_scales
 
 __version__ = _C.version()
 
@@ -14,4 +15,5 @@ def built_with_cuda() -> bool:
     return _C.built_with_cuda()
 
 
-__all__ = ["attention", "attention_backward", "gemm", "built_with_cuda", "__version__"]
+__all__ = ["attention", "attention_backward", "gemm", "built_with_cuda", "__version__",
+           "quantize", "dequantize", "swizzle_scales", "unswizzle_scales"]

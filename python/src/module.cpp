@@ -177,6 +177,74 @@ void gemm(nb::handle a_, nb::handle b_, nb::handle d_, nb::handle c_, nb::handle
   check(run(cpu, [&] { return deepwell::gemm(g, context(stream)); }));
 }
 
+// ---- quantization (python/deepwell/quant.py allocates the outputs and builds the descriptors)
+
+void quantize(nb::handle x, nb::handle data, nb::handle scales, nb::handle tensor_scale,
+              nb::handle data_t, nb::handle scales_t, int32_t format, int32_t rule, bool pow2,
+              bool swizzle, uintptr_t stream) {
+  deepwell::QuantizeArgs a;
+  a.x = parse(x, "x");
+  a.data = parse(data, "data");
+  a.scales = parse(scales, "scales");
+  Opt ots(tensor_scale, "tensor_scale"), odt(data_t, "data_t"), ost(scales_t, "scales_t");
+  a.tensor_scale = ots.get();
+  a.data_t = odt.get();
+  a.scales_t = ost.get();
+  a.config = {static_cast<deepwell::QuantFormat>(format), static_cast<deepwell::ScaleRule>(rule),
+              pow2, swizzle};
+  const bool cpu = a.x.device.type == deepwell::DeviceType::kCPU;
+  check(run(cpu, [&] { return deepwell::quantize(a, context(stream)); }));
+}
+
+void dequantize(nb::handle data, nb::handle scales, nb::handle tensor_scale, nb::handle out,
+                int32_t format, bool swizzle, uintptr_t stream) {
+  deepwell::DequantizeArgs a;
+  a.data = parse(data, "data");
+  a.scales = parse(scales, "scales");
+  Opt ots(tensor_scale, "tensor_scale");
+  a.tensor_scale = ots.get();
+  a.out = parse(out, "out");
+  a.config.format = static_cast<deepwell::QuantFormat>(format);
+  a.config.swizzle = swizzle;
+  const bool cpu = a.data.device.type == deepwell::DeviceType::kCPU;
+  check(run(cpu, [&] { return deepwell::dequantize(a, context(stream)); }));
+}
+
+nb::object shape_tuple(const deepwell::Shape& s) {
+  nb::list l;
+  for (int i = 0; i < s.ndim; ++i) l.append(s.dims[i]);
+  return nb::tuple(l);
+}
+
+// (data, scales, scale_dtype_code, has_tensor_scale, data_t | None, scales_t | None)
+nb::tuple quantize_shapes(int32_t format, bool swizzle, bool transpose, nb::handle shape) {
+  deepwell::Shape s;
+  PyObject* t = shape.ptr();
+  if (!PyTuple_Check(t)) type_error("x_shape", "a tuple of ints");
+  s.ndim = static_cast<int32_t>(PyTuple_GET_SIZE(t));
+  if (s.ndim > deepwell::kMaxDims) {
+    raise(Status(StatusCode::kInvalidArgument,
+                 "argument 'x': expected at most 8 dimensions, got " + std::to_string(s.ndim)));
+  }
+  for (int i = 0; i < s.ndim; ++i) s.dims[i] = as_i64(PyTuple_GET_ITEM(t, i), "x_shape");
+  deepwell::QuantConfig cfg;
+  cfg.format = static_cast<deepwell::QuantFormat>(format);
+  cfg.swizzle = swizzle;
+  deepwell::QuantShapes out;
+  check(deepwell::quantize_shapes(cfg, s, transpose, &out));
+  return nb::make_tuple(shape_tuple(out.data), shape_tuple(out.scales),
+                        static_cast<int>(out.scale_dtype), out.has_tensor_scale,
+                        transpose ? shape_tuple(out.data_t) : nb::none(),
+                        transpose && out.scales_t.ndim ? shape_tuple(out.scales_t) : nb::none());
+}
+
+void swizzle_scales(nb::handle in, nb::handle out, bool to_swizzled, uintptr_t stream) {
+  const TensorView i = parse(in, to_swizzled ? "scales" : "swizzled");
+  const TensorView o = parse(out, "out");
+  check(to_swizzled ? deepwell::swizzle_scales(i, o, context(stream))
+                    : deepwell::unswizzle_scales(i, o, context(stream)));
+}
+
 // Generic DLPack import for producers other than torch and numpy: returns the descriptor tuple.
 // The caller keeps the source object alive for the duration of the op.
 nb::tuple dlpack_descriptor(nb::ndarray<nb::ro> a) {
@@ -222,5 +290,13 @@ NB_MODULE(_C, m) {
         "window_right"_a, "stream"_a);
   m.def("gemm", &gemm, "a"_a.none(), "b"_a.none(), "d"_a.none(), "c"_a.none(), "bias"_a.none(),
         "residual"_a.none(), "alpha"_a, "beta"_a, "activation"_a, "stream"_a);
+  m.def("quantize", &quantize, "x"_a.none(), "data"_a.none(), "scales"_a.none(),
+        "tensor_scale"_a.none(), "data_t"_a.none(), "scales_t"_a.none(), "format"_a, "rule"_a,
+        "pow2_scales"_a, "swizzle"_a, "stream"_a);
+  m.def("dequantize", &dequantize, "data"_a.none(), "scales"_a.none(), "tensor_scale"_a.none(),
+        "out"_a.none(), "format"_a, "swizzle"_a, "stream"_a);
+  m.def("quantize_shapes", &quantize_shapes, "format"_a, "swizzle"_a, "transpose"_a, "shape"_a);
+  m.def("swizzle_scales", &swizzle_scales, "scales"_a.none(), "out"_a.none(), "to_swizzled"_a,
+        "stream"_a);
   m.def("dlpack_descriptor", &dlpack_descriptor);
 }

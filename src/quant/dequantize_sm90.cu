@@ -1,14 +1,214 @@
-// CUDA dequantization and scale-layout kernels (sm_90a). Placeholder until the kernels land.
-#include "quant/problem.hpp"
+// CUDA dequantization and scale-layout conversion kernels (sm_90a).
+//
+// dequantize_kernel: one thread per 16 codes of a row (16 or 8 bytes loaded at once). Every scale
+// block is a multiple of 16 along K and chunks start at multiples of 16, so a chunk has exactly
+// one scale. Values are decoded with codec.hpp (exact products) and rounded to the output dtype
+// with the same bit rules as the CPU reference (core/numeric.hpp), NaN included.
+#include "core/validate.hpp"
+#include "quant/kernels.cuh"
 
 namespace deepwell::quant {
+namespace {
 
-Status dequantize_cuda(const DequantProblem&, const Context&) {
-  return Status(StatusCode::kNotSupported, "dequantize: CUDA kernels are not in this version yet");
+struct DequantParams {
+  const uint8_t* data;
+  const void* scales;
+  const float* tensor_scale;
+  void* out;
+  int64_t rows, cols, rows2, cpr;  // cpr: chunks per row
+  QuantFormat format;
+  bool swizzle;
+  int block_shift;  // log2 of the scale block (group formats)
+  int64_t C;        // scale columns per row (group formats and 128x128)
+  int64_t row0, launch_rows;  // the rows of this launch (thread indices stay below 2^31)
+  FastDiv cpr_div, rows2_div;
+};
+
+// fp32 -> bf16 / f16 bits exactly as core/numeric.hpp (f32_to_bf16, f32_to_f16).
+__device__ __forceinline__ uint16_t to_bf16_bits(float f) {
+  uint32_t u = fbits(f);
+  if ((u & 0x7fffffffu) > kF32Inf) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
 }
 
-Status swizzle_cuda(const uint8_t*, uint8_t*, int64_t, int64_t, bool, Device, const Context&) {
-  return Status(StatusCode::kNotSupported, "swizzle_scales: CUDA kernels are not in this version yet");
+__device__ __forceinline__ uint16_t to_f16_bits(float f) {
+  const uint32_t u = fbits(f);
+  if ((u & 0x7fffffffu) > kF32Inf) return static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7e00u);
+  return __half_as_ushort(__float2half_rn(f));
+}
+
+template <Elem E, DType Out>
+__global__ void __launch_bounds__(256) dequantize_kernel(const DequantParams p) {
+  constexpr bool kFp4 = E == Elem::kE2M1;
+  const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  const uint32_t rl = p.cpr_div.div(t);
+  if (rl >= p.launch_rows) return;
+  const int64_t r = p.row0 + rl, c0 = (int64_t{t} - int64_t{rl} * p.cpr) * kChunk;
+  const int n = static_cast<int>(std::min<int64_t>(p.cols - c0, kChunk));
+  const int64_t e0 = r * p.cols + c0;
+
+  uint32_t w[4] = {0, 0, 0, 0};
+  const uint8_t* src = p.data + (kFp4 ? e0 / 2 : e0);
+  if (n == kChunk && !kFp4 && aligned16(src)) {
+    const uint4 u = __ldg(reinterpret_cast<const uint4*>(src));
+    w[0] = u.x; w[1] = u.y; w[2] = u.z; w[3] = u.w;
+  } else if (n == kChunk && kFp4 && (reinterpret_cast<uintptr_t>(src) & 7u) == 0) {
+    const uint2 u = __ldg(reinterpret_cast<const uint2*>(src));
+    w[0] = u.x; w[1] = u.y;
+  } else {  // tail: unrolled with static indices so that w stays in registers
+    const int bytes = kFp4 ? n / 2 : n;
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      if (i < bytes) w[i / 4] |= static_cast<uint32_t>(src[i]) << (8 * (i % 4));
+    }
+  }
+
+  int64_t si;
+  if (p.format == QuantFormat::kFp8Tensor) {
+    si = 0;
+  } else if (p.format == QuantFormat::kFp8Row) {
+    si = r;
+  } else if (p.format == QuantFormat::kFp8Block128x128) {  // (batch, r / 128, c / 128)
+    int64_t b, i;
+    if (r < kMaxLaunchThreads) {
+      b = p.rows2_div.div(static_cast<uint32_t>(r));
+      i = r - b * p.rows2;
+    } else {
+      b = r / p.rows2;
+      i = r % p.rows2;
+    }
+    si = (b * ((p.rows2 + 127) / 128) + i / 128) * p.C + (c0 >> 7);
+  } else {
+    si = group_scale_offset(p.swizzle, p.C, r, c0 >> p.block_shift);
+  }
+  float scale = 0.0f, s_t = 0.0f;
+  uint8_t sb = 0;
+  if (p.format == QuantFormat::kNvfp4) {
+    sb = static_cast<const uint8_t*>(p.scales)[si];
+    s_t = *p.tensor_scale;
+  } else if (p.format == QuantFormat::kMxfp8 || p.format == QuantFormat::kMxfp4) {
+    scale = decode_ue8m0(static_cast<const uint8_t*>(p.scales)[si]);
+  } else {
+    scale = static_cast<const float*>(p.scales)[si];
+  }
+  float v[kChunk];
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) {
+    const uint8_t q = kFp4 ? (w[i / 8] >> (4 * (i % 8))) & 0xfu : (w[i / 4] >> (8 * (i % 4))) & 0xffu;
+    v[i] = p.format == QuantFormat::kNvfp4 ? decode_nvfp4(q, sb, s_t)
+                                           : mul_rn(decode_elem(E, q), scale);
+  }
+
+  if constexpr (Out == DType::kF32) {
+    float* dst = static_cast<float*>(p.out) + e0;
+    if (n == kChunk && aligned16(dst)) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        reinterpret_cast<float4*>(dst)[i] = make_float4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) {
+        if (i < n) dst[i] = v[i];
+      }
+    }
+  } else {
+    uint32_t h[kChunk / 2];  // two 16-bit values per word, low half first
+#pragma unroll
+    for (int i = 0; i < kChunk / 2; ++i) {
+      const uint32_t lo = Out == DType::kBF16 ? to_bf16_bits(v[2 * i]) : to_f16_bits(v[2 * i]);
+      const uint32_t hi = Out == DType::kBF16 ? to_bf16_bits(v[2 * i + 1]) : to_f16_bits(v[2 * i + 1]);
+      h[i] = lo | hi << 16;
+    }
+    uint16_t* dst = static_cast<uint16_t*>(p.out) + e0;
+    if (n == kChunk && aligned16(dst)) {
+      reinterpret_cast<uint4*>(dst)[0] = make_uint4(h[0], h[1], h[2], h[3]);
+      reinterpret_cast<uint4*>(dst)[1] = make_uint4(h[4], h[5], h[6], h[7]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) {
+        if (i < n) dst[i] = static_cast<uint16_t>(h[i / 2] >> (16 * (i % 2)));
+      }
+    }
+  }
+}
+
+__global__ void __launch_bounds__(256) swizzle_kernel(const uint8_t* in, uint8_t* out, int64_t rows,
+                                                      int64_t C, bool to_swizzled) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t r = t / C, c = t % C;
+  if (r >= rows) return;
+  const int64_t s = swizzled_scale_offset(r, c, C);
+  if (to_swizzled) {
+    out[s] = in[r * C + c];
+  } else {
+    out[r * C + c] = in[s];
+  }
+}
+
+template <Elem E>
+void launch_dequant(const DequantParams& d, DType out, unsigned grid, cudaStream_t stream) {
+  switch (out) {
+    case DType::kF32: dequantize_kernel<E, DType::kF32><<<grid, 256, 0, stream>>>(d); break;
+    case DType::kF16: dequantize_kernel<E, DType::kF16><<<grid, 256, 0, stream>>>(d); break;
+    default: dequantize_kernel<E, DType::kBF16><<<grid, 256, 0, stream>>>(d); break;
+  }
+}
+
+}  // namespace
+
+Status dequantize_cuda(const DequantProblem& p, const Context& ctx) {
+  DW_TRY(detail::require_sm90("dequantize", p.device.index));
+  detail::DeviceGuard guard(p.device.index);
+  DW_TRY(guard.status());
+  DequantParams d{};
+  d.data = p.data;
+  d.scales = p.scales;
+  d.tensor_scale = p.tensor_scale;
+  d.out = p.out;
+  d.rows = p.rows;
+  d.cols = p.cols;
+  d.rows2 = p.rows2;
+  d.cpr = (p.cols + kChunk - 1) / kChunk;
+  d.format = p.format;
+  d.swizzle = p.swizzle;
+  const int block = p.traits.block == 0 ? kChunk : p.traits.block;
+  d.block_shift = log2_exact(block);
+  d.C = (p.cols + block - 1) / block;
+  if (d.cpr > kMaxLaunchThreads / 2 || d.rows2 >= kMaxLaunchThreads) {
+    return Status(StatusCode::kNotSupported, "dequantize: rows longer than 2^34 elements on CUDA");
+  }
+  d.cpr_div = FastDiv(d.cpr);
+  d.rows2_div = FastDiv(std::max<int64_t>(d.rows2, 1));
+  auto stream = static_cast<cudaStream_t>(ctx.stream);
+  const int64_t rows_per_launch = (kMaxLaunchThreads - 256) / d.cpr;
+  for (d.row0 = 0; d.row0 < d.rows; d.row0 += rows_per_launch) {
+    d.launch_rows = std::min(rows_per_launch, d.rows - d.row0);
+    const unsigned grid = grid_for(d.launch_rows * d.cpr);
+    switch (p.elem) {
+      case Elem::kE4M3: launch_dequant<Elem::kE4M3>(d, p.out_dtype, grid, stream); break;
+      case Elem::kE5M2: launch_dequant<Elem::kE5M2>(d, p.out_dtype, grid, stream); break;
+      default: launch_dequant<Elem::kE2M1>(d, p.out_dtype, grid, stream); break;
+    }
+    DW_TRY(detail::last_launch_status("dequantize"));
+  }
+  return Status::Ok();
+}
+
+Status swizzle_cuda(const uint8_t* in, uint8_t* out, int64_t rows, int64_t C, bool to_swizzled,
+                    Device device, const Context& ctx) {
+  const char* op = to_swizzled ? "swizzle_scales" : "unswizzle_scales";
+  DW_TRY(detail::require_sm90(op, device.index));
+  detail::DeviceGuard guard(device.index);
+  DW_TRY(guard.status());
+  auto stream = static_cast<cudaStream_t>(ctx.stream);
+  if (to_swizzled && rows * C > 0) {
+    DW_CUDA_TRY(op, cudaMemsetAsync(out, 0, static_cast<size_t>(swizzled_bytes(rows, C)), stream));
+  }
+  if (rows * C == 0) return Status::Ok();
+  swizzle_kernel<<<grid_for(rows * C), 256, 0, stream>>>(in, out, rows, C, to_swizzled);
+  return detail::last_launch_status(op);
 }
 
 }  // namespace deepwell::quant

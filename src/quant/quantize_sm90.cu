@@ -1,10 +1,275 @@
-// CUDA quantization kernels (sm_90a). Placeholder until the kernels land.
-#include "quant/problem.hpp"
+// CUDA quantization along rows (sm_90a) and the dispatcher for every format.
+//
+// Kernels here (each memory-bound: 16 elements per thread, 16-byte loads and stores, amax fused):
+//  - quantize_groups_kernel: formats whose scale covers a group of 16, 32 or 128 consecutive
+//    elements of a row (NVFP4, MX, 1x128) and kFp8Tensor. A group is held by block/16 adjacent
+//    lanes that combine their amax with shuffles, so x is read once.
+//  - quantize_per_row_kernel: kFp8Row. tpr threads per row (a power of two up to 256) reduce the
+//    row's amax, then re-read the row (from L1/L2) to encode it.
+//  - amax_kernel + finalize_tensor_scale: the per-tensor amax of kFp8Tensor and kNvfp4, two
+//    passes: the amax is reduced with atomicMax into the tensor-scale output itself (as the bits of
+//    a non-negative float, whose integer order is the float order, NaN above Inf), the encoding
+//    kernels read it, and a last one-thread kernel turns it into the scale. No workspace needed.
+// The transposed copies and 128x128 blocks live in quantize_transpose_sm90.cu and
+// quantize_block128_sm90.cu.
+#include <type_traits>
+
+#include "core/validate.hpp"
+#include "quant/kernels.cuh"
 
 namespace deepwell::quant {
+namespace {
 
-Status quantize_cuda(const Problem&, const Context&) {
-  return Status(StatusCode::kNotSupported, "quantize: CUDA kernels are not in this version yet");
+struct GroupParams {
+  const void* x;
+  int64_t rows, cols, row_stride;  // x rows are contiguous along cols
+  uint8_t* data;                   // (rows, cols) codes
+  void* scales;
+  const uint32_t* amax;            // per-tensor amax bits (kFp8Tensor, kNvfp4)
+  QuantFormat format;
+  bool rceil, pow2, swizzle;
+  int block;        // 16, 32, 128; 16 for kFp8Tensor (no group scale)
+  int block_shift;  // log2(block)
+  int tpg;          // threads per group: block / 16
+  int64_t tpr;      // threads per row: a multiple of tpg
+  int64_t C;        // scale columns per row
+  int64_t row0, launch_rows;  // the rows of this launch (thread indices stay below 2^31)
+  FastDiv tpr_div;
+};
+
+template <class In, Elem E>
+__global__ void __launch_bounds__(256) quantize_groups_kernel(const GroupParams p) {
+  const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  const uint32_t rl = p.tpr_div.div(t);
+  const int64_t r = p.row0 + rl, c0 = (int64_t{t} - int64_t{rl} * p.tpr) * kChunk;
+  const bool active = rl < p.launch_rows;
+  const int n = active ? static_cast<int>(std::min<int64_t>(std::max<int64_t>(p.cols - c0, 0), kChunk)) : 0;
+  float v[kChunk];
+  load_chunk(static_cast<const In*>(p.x) + (n ? r * p.row_stride + c0 : 0), n, v);
+  uint32_t amax = chunk_amax(v);
+  // Every lane takes part in the shuffles (the lanes of a group are adjacent and aligned).
+  for (int o = 1; o < p.tpg; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  if (n == 0) return;
+
+  const ElemInfo info = elem_info(E);
+  ChunkScale cs{ChunkScale::kFp32, 0.0f, 0};
+  const bool writer = ((c0 / kChunk) & (p.tpg - 1)) == 0;
+  const int64_t si = group_scale_offset(p.swizzle, p.C, r, c0 >> p.block_shift);
+  switch (p.format) {
+    case QuantFormat::kFp8Tensor:
+      cs.s = fp32_scale(*p.amax, info, p.pow2);
+      break;
+    case QuantFormat::kFp8Block1x128:
+      cs.s = fp32_scale(amax, info, p.pow2);
+      if (writer) static_cast<float*>(p.scales)[si] = cs.s;
+      break;
+    case QuantFormat::kNvfp4:
+      cs = {ChunkScale::kNvfp4, nvfp4_tensor_scale(*p.amax), 0};
+      cs.sb = nvfp4_block_scale(amax, cs.s);
+      if (writer) static_cast<uint8_t*>(p.scales)[si] = cs.sb;
+      break;
+    default:  // MX
+      cs = {ChunkScale::kMx, 0.0f, mx_scale(amax, info, p.rceil)};
+      if (writer) static_cast<uint8_t*>(p.scales)[si] = cs.sb;
+      break;
+  }
+  uint32_t w[4];
+  encode_chunk<E>(v, cs, w);
+  store_chunk<E>(p.data, r * p.cols + c0, n, w);
+}
+
+// kFp8Row: blockDim 256 = (256 / tpr) rows of tpr threads.
+template <class In, Elem E>
+__global__ void __launch_bounds__(256) quantize_per_row_kernel(const GroupParams p) {
+  __shared__ uint32_t partial[8];
+  const int tpr = static_cast<int>(p.tpr);
+  const int sub = threadIdx.x / tpr, j = threadIdx.x % tpr;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * (256 / tpr) + sub;
+  const bool active = r < p.rows;
+  const In* row = static_cast<const In*>(p.x) + (active ? r * p.row_stride : 0);
+  float v[kChunk];
+  uint32_t amax = 0;
+  for (int64_t c0 = j * kChunk; active && c0 < p.cols; c0 += int64_t{tpr} * kChunk) {
+    load_chunk(row + c0, static_cast<int>(std::min<int64_t>(p.cols - c0, kChunk)), v);
+    amax = max(amax, chunk_amax(v));
+  }
+  const int lanes = tpr < 32 ? tpr : 32;
+  for (int o = 1; o < lanes; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  if (tpr > 32) {  // the row spans tpr / 32 warps
+    if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = amax;
+    __syncthreads();
+    const int w0 = (sub * tpr) >> 5;
+    for (int w = 0; w < tpr / 32; ++w) amax = max(amax, partial[w0 + w]);
+  }
+  if (!active) return;
+  const ChunkScale cs{ChunkScale::kFp32, fp32_scale(amax, elem_info(E), p.pow2), 0};
+  if (j == 0) static_cast<float*>(p.scales)[r] = cs.s;
+  for (int64_t c0 = j * kChunk; c0 < p.cols; c0 += int64_t{tpr} * kChunk) {
+    const int n = static_cast<int>(std::min<int64_t>(p.cols - c0, kChunk));
+    load_chunk(row + c0, n, v);
+    uint32_t w[4];
+    encode_chunk<E>(v, cs, w);
+    store_chunk<E>(p.data, r * p.cols + c0, n, w);
+  }
+}
+
+template <class In>
+__global__ void __launch_bounds__(256) amax_kernel(const In* x, int64_t n, uint32_t* amax) {
+  __shared__ uint32_t partial[8];
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  uint32_t m = 0;
+  float v[kChunk];
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x; c < chunks;
+       c += static_cast<int64_t>(gridDim.x) * 256) {
+    load_chunk(x + c * kChunk, static_cast<int>(std::min<int64_t>(n - c * kChunk, kChunk)), v);
+    m = max(m, chunk_amax(v));
+  }
+  m = block_max_256(m, partial);
+  if (threadIdx.x == 0 && m != 0) atomicMax(amax, m);
+}
+
+// The amax bits in `slot` become the scale (kFp8Tensor) or s_t (kNvfp4).
+__global__ void finalize_tensor_scale(float* slot, QuantFormat f, Elem e, bool pow2) {
+  const uint32_t amax = fbits(*slot);
+  *slot = f == QuantFormat::kNvfp4 ? nvfp4_tensor_scale(amax) : fp32_scale(amax, elem_info(e), pow2);
+}
+
+template <class T>
+struct Tag {
+  using type = T;
+};
+template <Elem E>
+using ElemTag = std::integral_constant<Elem, E>;
+
+// Calls fn(Tag<In>, ElemTag<E>) for the runtime input dtype and element format.
+template <class Fn>
+void with_types(DType in, Elem e, Fn&& fn) {
+  auto with_in = [&](auto in_tag) {
+    switch (e) {
+      case Elem::kE4M3: fn(in_tag, ElemTag<Elem::kE4M3>{}); break;
+      case Elem::kE5M2: fn(in_tag, ElemTag<Elem::kE5M2>{}); break;
+      default: fn(in_tag, ElemTag<Elem::kE2M1>{}); break;
+    }
+  };
+  switch (in) {
+    case DType::kF32: with_in(Tag<float>{}); break;
+    case DType::kF16: with_in(Tag<__half>{}); break;
+    default: with_in(Tag<__nv_bfloat16>{}); break;
+  }
+}
+
+GroupParams group_params(const Problem& p, const Target& t, const uint32_t* amax) {
+  GroupParams g{};
+  g.x = t.x.data;
+  g.rows = t.x.rows;
+  g.cols = t.x.cols;
+  g.row_stride = t.x.cols;  // CUDA inputs are contiguous
+  g.data = t.data;
+  g.scales = t.scales;
+  g.amax = amax;
+  g.format = p.format;
+  g.rceil = p.rule == ScaleRule::kRceil;
+  g.pow2 = p.pow2;
+  g.swizzle = p.swizzle;
+  g.block = p.traits.block == 0 ? kChunk : p.traits.block;
+  g.block_shift = log2_exact(g.block);
+  g.tpg = g.block / kChunk;
+  g.C = (g.cols + g.block - 1) / g.block;
+  g.tpr = g.C * g.tpg;
+  return g;
+}
+
+Status launch_rows(const Problem& p, const uint32_t* amax, cudaStream_t stream) {
+  GroupParams g = group_params(p, p.main, amax);
+  if (g.rows == 0) return Status::Ok();
+  if (p.format == QuantFormat::kFp8Row) {
+    int tpr = 1;
+    while (tpr < 256 && int64_t{tpr} * kChunk < g.cols) tpr *= 2;
+    g.tpr = tpr;
+    const int64_t rows_per_block = 256 / tpr;
+    with_types(p.main.x.dtype, p.elem, [&](auto in, auto el) {
+      using In = typename decltype(in)::type;
+      if constexpr (decltype(el)::value != Elem::kE2M1) {
+        quantize_per_row_kernel<In, decltype(el)::value>
+            <<<grid_for(g.rows, static_cast<int>(rows_per_block)), 256, 0, stream>>>(g);
+      }
+    });
+    return detail::last_launch_status("quantize");
+  }
+  if (g.cols == 0) return Status::Ok();
+  if (g.tpr > kMaxLaunchThreads / 2) {
+    return Status(StatusCode::kNotSupported, "quantize: rows longer than 2^34 elements on CUDA");
+  }
+  g.tpr_div = FastDiv(g.tpr);
+  const int64_t rows_per_launch = (kMaxLaunchThreads - 256) / g.tpr;
+  for (g.row0 = 0; g.row0 < g.rows; g.row0 += rows_per_launch) {
+    g.launch_rows = std::min(rows_per_launch, g.rows - g.row0);
+    with_types(p.main.x.dtype, p.elem, [&](auto in, auto el) {
+      using In = typename decltype(in)::type;
+      quantize_groups_kernel<In, decltype(el)::value>
+          <<<grid_for(g.launch_rows * g.tpr), 256, 0, stream>>>(g);
+    });
+    DW_TRY(detail::last_launch_status("quantize"));
+  }
+  return Status::Ok();
+}
+
+Status launch_amax(const Problem& p, uint32_t* amax, cudaStream_t stream, int sm_count) {
+  const Matrix& x = p.main.x;
+  const int64_t n = x.rows * x.cols;
+  DW_CUDA_TRY("quantize", cudaMemsetAsync(amax, 0, sizeof(uint32_t), stream));
+  if (n == 0) return Status::Ok();
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(grid_for(chunks), sm_count * 8LL));
+  switch (x.dtype) {
+    case DType::kF32:
+      amax_kernel<<<grid, 256, 0, stream>>>(static_cast<const float*>(x.data), n, amax);
+      break;
+    case DType::kF16:
+      amax_kernel<<<grid, 256, 0, stream>>>(static_cast<const __half*>(x.data), n, amax);
+      break;
+    default:
+      amax_kernel<<<grid, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(x.data), n, amax);
+      break;
+  }
+  return detail::last_launch_status("quantize");
+}
+
+Status zero_swizzle_padding(const Problem& p, const Target& t, cudaStream_t stream) {
+  if (!p.swizzle) return Status::Ok();
+  const int64_t bytes = swizzled_bytes(t.x.rows, scale_cols(p.traits, t.x.cols));
+  if (bytes == 0) return Status::Ok();
+  DW_CUDA_TRY("quantize", cudaMemsetAsync(t.scales, 0, static_cast<size_t>(bytes), stream));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status quantize_cuda(const Problem& p, const Context& ctx) {
+  DW_TRY(detail::require_sm90("quantize", p.device.index));
+  detail::DeviceGuard guard(p.device.index);
+  DW_TRY(guard.status());
+  const detail::DeviceInfo* info = nullptr;
+  DW_TRY(detail::device_info(p.device.index, &info));
+  auto stream = static_cast<cudaStream_t>(ctx.stream);
+
+  DW_TRY(zero_swizzle_padding(p, p.main, stream));
+  if (p.has_transposed) DW_TRY(zero_swizzle_padding(p, p.transposed, stream));
+  const bool tensor_amax = p.format == QuantFormat::kFp8Tensor || p.format == QuantFormat::kNvfp4;
+  auto* amax = reinterpret_cast<uint32_t*>(p.tensor_scale);
+  if (tensor_amax) DW_TRY(launch_amax(p, amax, stream, info->sm_count));
+
+  if (p.format == QuantFormat::kFp8Block128x128) {
+    DW_TRY(launch_block128(p, stream));  // writes the transposed copy too
+  } else {
+    DW_TRY(launch_rows(p, amax, stream));
+    if (p.has_transposed) DW_TRY(launch_transposed(p, p.transposed, amax, stream));
+  }
+  if (tensor_amax) {
+    finalize_tensor_scale<<<1, 1, 0, stream>>>(p.tensor_scale, p.format, p.elem, p.pow2);
+    DW_TRY(detail::last_launch_status("quantize"));
+  }
+  return Status::Ok();
 }
 
 }  // namespace deepwell::quant

@@ -1,0 +1,264 @@
+"""Low-precision formats: quantize / dequantize (FP8, MXFP8, MXFP4, NVFP4, DeepSeek block FP8).
+
+The rules are those of docs/formats.md. Inputs are torch tensors (CPU or CUDA) or numpy arrays;
+outputs are allocated in the same framework and on the same device:
+
+- FP8 elements as torch.float8_e4m3fn / torch.float8_e5m2 (uint8 for numpy);
+- FP4 (e2m1) elements packed two per byte, lower index in the low nibble, as uint8 (..., K/2);
+- UE8M0 scales as torch.float8_e8m0fnu, UE4M3 (NVFP4) scales as torch.float8_e4m3fn (uint8 when
+  torch has no such dtype, and for numpy); FP32 scales as float32.
+"""
+from __future__ import annotations
+
+import sys
+
+from . import _tensors as T
+
+FORMATS = {"fp8_tensor": 0, "fp8_row": 1, "fp8_block1x128": 2, "fp8_block128x128": 3,
+           "mxfp8": 4, "mxfp4": 5, "nvfp4": 6}
+_ALIASES = {"tensor": 0, "row": 1, "1x128": 2, "128x128": 3}
+_RULES = {"floor": 0, "rceil": 1}
+_ELEMS = {"e4m3": T.E4M3, "e5m2": T.E5M2}
+_FP4 = (5, 6)
+_MX_LIKE = (4, 5, 6)
+
+
+def _native():
+    from . import _C
+
+    return _C
+
+
+def _format(format) -> int:
+    if not isinstance(format, str):
+        raise TypeError(f"argument 'format': expected a str, got {type(format).__name__}")
+    code = FORMATS.get(format, _ALIASES.get(format))
+    if code is None:
+        raise ValueError(f"argument 'format': expected one of {sorted(FORMATS)}, got {format!r}")
+    return code
+
+
+def _bool(value, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"argument '{name}': expected a bool, got {type(value).__name__}")
+    return value
+
+
+def _choice(value, table: dict, name: str):
+    if not isinstance(value, str):
+        raise TypeError(f"argument '{name}': expected a str, got {type(value).__name__}")
+    if value not in table:
+        raise ValueError(f"argument '{name}': expected one of {sorted(table)}, got {value!r}")
+    return table[value]
+
+
+def _torch_dtype_for(code: int):
+    """torch dtype that stores `code` (E4M3, E5M2, UE8M0, UE4M3), or uint8 where torch lacks it."""
+    import torch
+
+    name = {T.E4M3: "float8_e4m3fn", T.E5M2: "float8_e5m2", T.UE8M0: "float8_e8m0fnu",
+            T.UE4M3: "float8_e4m3fn"}.get(code)
+    return getattr(torch, name, torch.uint8) if name else torch.uint8
+
+
+def _alloc(like, shape, code: int):
+    """A contiguous tensor for elements of dtype code `code` (F32 or a byte format)."""
+    if T.is_torch(like):
+        import torch
+
+        dtype = torch.float32 if code == T.F32 else _torch_dtype_for(code)
+        return torch.empty(shape, dtype=dtype, device=like.device)
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(like, np.ndarray):
+        return np.empty(shape, dtype=np.float32 if code == T.F32 else np.uint8)
+    raise TypeError(f"argument 'x': expected a torch.Tensor or a numpy.ndarray, "
+                    f"got {type(like).__name__}")
+
+
+def _contiguous_strides(shape):
+    strides, s = [], 1
+    for n in reversed(shape):
+        strides.append(s)
+        s *= n
+    return tuple(reversed(strides))
+
+
+def _bytes_desc(t, code: int, name: str, elem_shape=None):
+    """Descriptor of a byte tensor reinterpreted as dtype `code`; fp4 tensors are described in
+    elements (nibbles), so their last dim and strides double."""
+    d = T.describe(t, name)
+    if d[1] not in (T.U8, T.E4M3, T.E5M2, T.UE8M0):
+        raise TypeError(f"argument '{name}': expected a uint8 or float8 tensor, got dtype code "
+                        f"{d[1]}")
+    if code == T.E2M1:
+        if elem_shape is None:
+            elem_shape = tuple(d[4][:-1]) + (d[4][-1] * 2,) if d[4] else ()
+        if list(d[5]) != list(_contiguous_strides(d[4])):
+            raise ValueError(f"argument '{name}': expected a contiguous packed fp4 tensor, "
+                             f"got strides {d[5]}")
+        return (d[0], code, d[2], d[3], tuple(elem_shape), _contiguous_strides(elem_shape))
+    return (d[0], code, d[2], d[3], d[4], d[5])
+
+
+def _shapes(fmt: int, swizzle: bool, transpose: bool, x):
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        T.describe(x, "x")  # raises the TypeError naming 'x'
+    try:
+        return _native().quantize_shapes(fmt, swizzle, transpose, tuple(int(n) for n in shape))
+    except ValueError as e:  # report it against the caller's argument
+        raise ValueError(str(e).replace("quantize_shapes: argument 'x_shape'",
+                                        "quantize: argument 'x'")) from None
+
+
+def quantize(x, format: str = "mxfp8", *, rule: str = "floor", elem: str = "e4m3",
+             transpose: bool = False, swizzle: bool = False, pow2_scales: bool = False):
+    """Quantizes x (..., K) along its last dimension K.
+
+    format: fp8_tensor, fp8_row, fp8_block1x128 (1x128), fp8_block128x128 (128x128), mxfp8,
+    mxfp4 or nvfp4. rule: the MX scale rule, "floor" (OCP) or "rceil" (NVIDIA, never clips).
+    elem: "e4m3" or "e5m2" for the FP8 formats (mxfp4 and nvfp4 are always e2m1).
+    transpose: also return quantize(x.T) of a 2-D x, e.g. a weight quantized once for both
+    K-major uses. swizzle: MX/NVFP4 scales in the 128x4 layout of Blackwell block-scaled MMA,
+    shaped (ceil(R/128), ceil(K/block/4), 32, 16). pow2_scales: FP32 scales rounded up to powers
+    of two.
+
+    Returns (data, scales), or (data, scales, tensor_scale) for nvfp4; with transpose, the
+    transposed (data_t, scales_t) follow (for fp8_tensor only data_t: it shares the scale).
+    """
+    fmt = _format(format)
+    rule_code = _choice(rule, _RULES, "rule")
+    elem_code = _choice(elem, _ELEMS, "elem")
+    transpose = _bool(transpose, "transpose")
+    swizzle = _bool(swizzle, "swizzle")
+    pow2_scales = _bool(pow2_scales, "pow2_scales")
+    if fmt in _FP4:
+        if elem != "e4m3":
+            raise ValueError(f"argument 'elem': {format} always stores e2m1 elements; leave elem "
+                             f"at its default, got {elem!r}")
+        elem_code = T.E2M1
+    data_shape, scales_shape, scale_code, has_ts, data_t_shape, scales_t_shape = _shapes(
+        fmt, swizzle, transpose, x)
+    xd = T.describe(x, "x")
+
+    def alloc_data(shape):
+        if elem_code == T.E2M1:
+            packed = tuple(shape[:-1]) + ((shape[-1] + 1) // 2,) if shape else ()
+            t = _alloc(x, packed, T.U8)
+            return t, _bytes_desc(t, T.E2M1, "data", shape)
+        t = _alloc(x, shape, elem_code)
+        return t, _bytes_desc(t, elem_code, "data")
+
+    def alloc_scales(shape):
+        t = _alloc(x, shape, scale_code)
+        return t, (T.describe(t, "scales") if scale_code == T.F32
+                   else _bytes_desc(t, scale_code, "scales"))
+
+    data, ddesc = alloc_data(data_shape)
+    scales, sdesc = alloc_scales(scales_shape)
+    ts = _alloc(x, (1,), T.F32) if has_ts else None
+    data_t = scales_t = None
+    dtdesc = stdesc = None
+    if transpose:
+        data_t, dtdesc = alloc_data(data_t_shape)
+        if scales_t_shape is not None:
+            scales_t, stdesc = alloc_scales(scales_t_shape)
+    _native().quantize(xd, ddesc, sdesc, T.describe(ts, "tensor_scale"), dtdesc, stdesc, fmt,
+                       rule_code, pow2_scales, swizzle, T.stream_of(x))
+    out = (data, scales) + ((ts,) if has_ts else ())
+    if transpose:
+        out += (data_t,) + ((scales_t,) if scales_t is not None else ())
+    return out
+
+
+_OUT_DTYPES = {"float32": T.F32, "float": T.F32, "float16": T.F16, "half": T.F16,
+               "bfloat16": T.BF16}
+
+
+def _elem_of(data, fmt: int, elem) -> int:
+    if fmt in _FP4:
+        return T.E2M1
+    if T.is_torch(data):
+        import torch
+
+        by_dtype = {getattr(torch, "float8_e4m3fn", None): T.E4M3,
+                    getattr(torch, "float8_e5m2", None): T.E5M2}
+        if data.dtype in by_dtype:
+            code = by_dtype[data.dtype]
+            if elem is not None and _ELEMS[elem] != code:
+                raise ValueError(f"argument 'elem': {elem!r} contradicts data's dtype {data.dtype}")
+            return code
+    return _ELEMS["e4m3" if elem is None else elem]
+
+
+def dequantize(data, scales, format: str = "mxfp8", *, tensor_scale=None, elem: str | None = None,
+               swizzle: bool = False, out_dtype="float32", out=None):
+    """Decodes the output of quantize() back to floats of x's shape.
+
+    data, scales (and tensor_scale for nvfp4) as quantize() returned them; elem says whether
+    uint8 FP8 data holds e4m3 or e5m2 (torch float8 tensors carry it in their dtype); swizzle
+    says the scales are in the swizzled layout. out_dtype: float32, float16 or bfloat16.
+    """
+    fmt = _format(format)
+    if elem is not None:
+        _choice(elem, _ELEMS, "elem")
+    swizzle = _bool(swizzle, "swizzle")
+    elem_code = _elem_of(data, fmt, elem)
+    ddesc = _bytes_desc(data, elem_code, "data")
+    sdesc = T.describe(scales, "scales")
+    if sdesc is not None and fmt in _MX_LIKE and sdesc[1] in (T.U8, T.E4M3, T.UE8M0):
+        sdesc = _bytes_desc(scales, T.UE4M3 if fmt == 6 else T.UE8M0, "scales")
+    if out is None:
+        name = str(out_dtype).replace("torch.", "")
+        if name not in _OUT_DTYPES:
+            try:
+                import numpy as np
+
+                name = np.dtype(out_dtype).name
+            except TypeError:
+                pass
+        if name not in _OUT_DTYPES:
+            raise TypeError(f"argument 'out_dtype': expected float32, float16 or bfloat16, "
+                            f"got {out_dtype}")
+        out = T.empty(data, ddesc[4], _OUT_DTYPES[name])
+    _native().dequantize(ddesc, sdesc, T.describe(tensor_scale, "tensor_scale"),
+                         T.describe(out, "out"), fmt, swizzle, T.stream_of(data))
+    return out
+
+
+def swizzle_scales(scales):
+    """Row-major 1-byte block scales (..., C) -> the swizzled layout (ceil(R/128), ceil(C/4), 32,
+    16), R the product of the leading dims; padding bytes are zero."""
+    d = T.describe(scales, "scales")
+    if d[1] not in (T.U8, T.E4M3, T.UE8M0):
+        raise TypeError(f"argument 'scales': expected 1-byte scales (uint8 or float8), got "
+                        f"dtype code {d[1]}")
+    shape = d[4]
+    if not shape:
+        raise ValueError("argument 'scales': expected a tensor with at least 1 dimension (..., C)")
+    rows = 1
+    for n in shape[:-1]:
+        rows *= n
+    out_shape = ((rows + 127) // 128, (shape[-1] + 3) // 4, 32, 16)
+    out = _empty_like_bytes(scales, out_shape)
+    _native().swizzle_scales(d, T.describe(out, "out"), True, T.stream_of(scales))
+    return out
+
+
+def unswizzle_scales(swizzled, shape):
+    """The inverse of swizzle_scales(): back to row-major scales of the given (..., C) shape."""
+    d = T.describe(swizzled, "swizzled")
+    shape = tuple(int(n) for n in shape)
+    out = _empty_like_bytes(swizzled, shape)
+    _native().swizzle_scales(d, T.describe(out, "out"), False, T.stream_of(swizzled))
+    return out
+
+
+def _empty_like_bytes(t, shape):
+    if T.is_torch(t):
+        import torch
+
+        return torch.empty(shape, dtype=t.dtype, device=t.device)
+    import numpy as np
+
+    return np.empty(shape, dtype=np.uint8)

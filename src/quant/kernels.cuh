@@ -1,0 +1,224 @@
+// Device helpers shared by the quantization kernels (*_sm90.cu): typed loads, the hardware fp8
+// conversion, chunk encoding, and the launchers each .cu file provides to the dispatcher.
+//
+// Every kernel computes scales and codes through codec.hpp, the same functions the CPU reference
+// uses, so the GPU output is bit-identical to it. The one substitution: e4m3/e5m2 codes come from
+// cvt.rn.satfinite.{e4m3,e5m2}x2.f32, which rounds like codec.hpp's software encoders on every
+// input but +-Inf (tests/cpp/test_quant_codec.cpp checks this against cuda_fp8.hpp's emulation),
+// and no Inf ever reaches it: a block holding an Inf or NaN has a NaN scale and stores NaN codes.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include "core/cuda_utils.hpp"
+#include <algorithm>
+#include <type_traits>
+
+#include "quant/problem.hpp"
+
+namespace deepwell::quant {
+
+constexpr int kChunk = 16;  // elements per thread and per vector access
+
+__device__ __forceinline__ float to_f32(float v) { return v; }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
+
+// Element k (0..15 / 4) of a 16-byte vector, without taking its address (keeps it in registers).
+template <class In>
+__device__ __forceinline__ float vec_elem(const uint4& u, int k) {
+  const uint32_t word = k / (4 / sizeof(In)) == 0 ? u.x : k / (4 / sizeof(In)) == 1 ? u.y
+                        : k / (4 / sizeof(In)) == 2 ? u.z : u.w;
+  if constexpr (sizeof(In) == 4) {
+    return __uint_as_float(word);
+  } else {
+    const uint16_t h = static_cast<uint16_t>(word >> (16 * (k % 2)));
+    if constexpr (std::is_same_v<In, __half>) {
+      return __half2float(__ushort_as_half(h));
+    } else {
+      return __uint_as_float(static_cast<uint32_t>(h) << 16);  // bf16 -> f32 is exact
+    }
+  }
+}
+
+__device__ __forceinline__ bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
+
+// Loads `n` (<= 16) consecutive elements starting at p (stride 1), zero-filling the rest; 16-byte
+// vector loads when the whole chunk is there and aligned.
+template <class In>
+__device__ __forceinline__ void load_chunk(const In* p, int n, float (&v)[kChunk]) {
+  if (n == kChunk && aligned16(p)) {
+    constexpr int kPer = 16 / sizeof(In);  // elements per 16-byte load
+#pragma unroll
+    for (int i = 0; i < kChunk / kPer; ++i) {
+      const uint4 u = __ldg(reinterpret_cast<const uint4*>(p) + i);
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) v[i * kPer + k] = vec_elem<In>(u, k);
+    }
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) v[i] = i < n ? to_f32(p[i]) : 0.0f;
+}
+
+// Strided variant (the column walk of a transposed copy): element i at p[i * stride].
+template <class In>
+__device__ __forceinline__ void load_chunk_strided(const In* p, int64_t stride, int n,
+                                                   float (&v)[kChunk]) {
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) v[i] = i < n ? to_f32(p[i * stride]) : 0.0f;
+}
+
+__device__ __forceinline__ uint32_t chunk_amax(const float (&v)[kChunk]) {
+  uint32_t m = 0;
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) m = max(m, abs_bits(v[i]));
+  return m;
+}
+
+// Two finite floats to two fp8 codes (low byte: a), RNE, saturating.
+template <Elem E>
+__device__ __forceinline__ uint32_t cvt_fp8x2(float a, float b) {
+  static_assert(E != Elem::kE2M1, "fp4 has no hardware conversion on sm_90");
+  return __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE,
+                                  E == Elem::kE4M3 ? __NV_E4M3 : __NV_E5M2);
+}
+
+// How the codes of a chunk are derived from its values.
+struct ChunkScale {
+  enum Kind { kMx, kFp32, kNvfp4 } kind;
+  float s;     // kFp32: the scale; kNvfp4: s_t
+  uint8_t sb;  // kMx: the ue8m0 byte; kNvfp4: the ue4m3 block scale
+};
+
+// Encodes 16 values into 16 fp8 codes (packed little-endian into 4 words) or 16 fp4 codes (2
+// words, low nibble first), exactly as codec.hpp's encode_mx / encode_scaled / encode_nvfp4.
+template <Elem E>
+__device__ __forceinline__ void encode_chunk(const float (&v)[kChunk], const ChunkScale& cs,
+                                             uint32_t (&out)[4]) {
+  bool nan_scale;
+  float mult = 1.0f, div = 1.0f;
+  if (cs.kind == ChunkScale::kMx) {
+    nan_scale = cs.sb == 0xff;
+    mult = mx_inv_scale(cs.sb);
+  } else if (cs.kind == ChunkScale::kFp32) {
+    nan_scale = abs_bits(cs.s) >= kF32Inf;
+    div = cs.s;
+  } else {
+    nan_scale = cs.sb == kE4M3NaN;
+    div = mul_rn(cs.s, decode_ue4m3(cs.sb));
+  }
+  float q[kChunk];
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) {
+    q[i] = cs.kind == ChunkScale::kMx ? mul_rn(v[i], mult) : div_rn(v[i], div);
+  }
+  if constexpr (E == Elem::kE2M1) {
+#pragma unroll
+    for (int w = 0; w < 2; ++w) {
+      uint32_t word = 0;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const uint32_t c = nan_scale ? kE2M1Max : encode_e2m1(q[w * 8 + k]);
+        word |= c << (4 * k);
+      }
+      out[w] = word;
+    }
+    out[2] = out[3] = 0;
+  } else {
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t lo = cvt_fp8x2<E>(q[4 * w], q[4 * w + 1]);
+      const uint32_t hi = cvt_fp8x2<E>(q[4 * w + 2], q[4 * w + 3]);
+      out[w] = nan_scale ? 0x7f7f7f7fu : (lo | hi << 16);
+    }
+  }
+}
+
+// Stores the codes of `n` (even for fp4) elements at element offset `e` of a code buffer.
+template <Elem E>
+__device__ __forceinline__ void store_chunk(uint8_t* data, int64_t e, int n,
+                                            const uint32_t (&w)[4]) {
+  constexpr bool kFp4 = E == Elem::kE2M1;
+  uint8_t* dst = data + (kFp4 ? e / 2 : e);
+  if (n == kChunk) {
+    if (!kFp4 && aligned16(dst)) {
+      *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+      return;
+    }
+    if (kFp4 && (reinterpret_cast<uintptr_t>(dst) & 7u) == 0) {
+      *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
+      return;
+    }
+  }
+  // Tail: byte stores, unrolled with static indices so that w stays in registers.
+  const int bytes = kFp4 ? n / 2 : n;
+#pragma unroll
+  for (int i = 0; i < (kFp4 ? 8 : 16); ++i) {
+    if (i < bytes) dst[i] = static_cast<uint8_t>(w[i / 4] >> (8 * (i % 4)));
+  }
+}
+
+// Block-wide (blockDim.x == 256) max of a value; every thread gets the result.
+__device__ __forceinline__ uint32_t block_max_256(uint32_t v, uint32_t* smem8) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();  // smem8 may still be read from a previous call
+  if ((threadIdx.x & 31) == 0) smem8[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = smem8[0];
+#pragma unroll
+  for (int i = 1; i < 8; ++i) v = max(v, smem8[i]);
+  return v;
+}
+
+// Division by a runtime constant with a multiply-high (as CUTLASS's FastDivmod): exact for
+// 0 <= n < 2^31 and 1 <= d < 2^31. 64-bit division by a runtime value costs ~80 instructions, a
+// large share of a memory-bound kernel's budget per 16 elements, so launches are split such that
+// thread indices stay below 2^31.
+struct FastDiv {
+  uint32_t d = 1, mul = 0, shift = 0;
+  FastDiv() = default;
+  explicit FastDiv(int64_t divisor) : d(static_cast<uint32_t>(divisor)) {
+    if (d == 1) return;  // mul == 0 marks division by 1
+    uint32_t l = 0;
+    while ((uint64_t{1} << l) < d) ++l;  // ceil(log2 d)
+    mul = static_cast<uint32_t>(((uint64_t{1} << (31 + l)) + d - 1) / d);
+    shift = l - 1;
+  }
+  __device__ __forceinline__ uint32_t div(uint32_t n) const {
+    return mul == 0 ? n : __umulhi(n, mul) >> shift;
+  }
+};
+
+constexpr int64_t kMaxLaunchThreads = int64_t{1} << 31;
+
+// Scale offset of group g (= c >> block_shift) of row r for the group formats (MX, NVFP4, 1x128),
+// as scale_index() but without divisions: C scale columns per row.
+__device__ __forceinline__ int64_t group_scale_offset(bool swizzle, int64_t C, int64_t r, int64_t g) {
+  return swizzle ? swizzled_scale_offset(r, g, C) : r * C + g;
+}
+
+inline int log2_exact(int v) {
+  int l = 0;
+  while ((1 << l) < v) ++l;
+  return l;
+}
+
+inline unsigned grid_for(int64_t threads, int block = 256) {
+  return static_cast<unsigned>((threads + block - 1) / block);
+}
+
+// Launchers provided by the kernel files to the dispatcher (quantize_sm90.cu).
+// Transposed copies (quantize_transpose_sm90.cu): t.x is the strided view x^T.
+Status launch_transposed(const Problem& p, const Target& t, const uint32_t* amax,
+                         cudaStream_t stream);
+// 128x128 blocks, with the optional transposed copy (quantize_block128_sm90.cu).
+Status launch_block128(const Problem& p, cudaStream_t stream);
+
+}  // namespace deepwell::quant

@@ -1,0 +1,209 @@
+"""GPU quantization kernels against the CPU reference, bit for bit (needs an sm_90 GPU).
+
+Every output byte (codes, UE8M0 / UE4M3 scales, FP32 scale bits, dequantized values) of the CUDA
+path must equal the CPU reference's on the same input: random values over many binades, planted
+zero / all-equal / outlier / subnormal / tie / NaN / Inf blocks, odd and misaligned shapes.
+`pytest -s -k bandwidth` prints the achieved bandwidth against a device-to-device copy.
+"""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import deepwell  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+FP4 = ("mxfp4", "nvfp4")
+
+
+def make_input(shape, gen, nonfinite=True):
+    x = torch.randn(shape, generator=gen)
+    x *= 2.0 ** torch.randint(-20, 20, shape[:-1] + (1,), generator=gen).float()
+    flat = x.view(-1, shape[-1])
+    R, K = flat.shape
+    if R >= 7 and K >= 32:
+        flat[0, :32] = 0.0
+        flat[1, :32] = -2.75
+        flat[2, :32] = 1e-3
+        flat[2, 5] = 3.0e4
+        flat[3, :32] = 2.0 ** -133                     # subnormal inputs
+        flat[4, :16] = torch.tensor([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0] * 2)
+        flat[5, :32] = 448.0 * torch.arange(32) / 31   # block amax exactly 448
+        if nonfinite:
+            flat[6, 3] = float("nan")
+            flat[-1, K - 1] = float("inf")
+    return x
+
+
+def raw(t):
+    """Exact bytes of a tensor, on the CPU."""
+    t = t.detach().contiguous().cpu()
+    return t.view(torch.uint8) if t.element_size() == 1 else t.view(torch.int32 if t.element_size() == 4 else torch.int16)
+
+
+def assert_same(gpu_out, cpu_out, what):
+    assert len(gpu_out) == len(cpu_out), what
+    for i, (g, c) in enumerate(zip(gpu_out, cpu_out)):
+        assert g.is_cuda and g.dtype == c.dtype and g.shape == c.shape, (what, i)
+        rg, rc = raw(g), raw(c)
+        bad = (rg != rc).nonzero()
+        assert bad.numel() == 0, f"{what}: output {i} differs at {bad[:5].tolist()} ({bad.shape[0]} places)"
+
+
+def cases():
+    out = []
+    for fmt in ("fp8_tensor", "fp8_row", "fp8_block1x128", "fp8_block128x128", "mxfp8"):
+        for elem in ("e4m3", "e5m2"):
+            for rule in (("floor", "rceil") if fmt == "mxfp8" else ("floor",)):
+                out.append((fmt, elem, rule))
+    out += [("mxfp4", "e4m3", "floor"), ("mxfp4", "e4m3", "rceil"), ("nvfp4", "e4m3", "floor")]
+    return out
+
+
+def shapes(fmt):
+    if fmt in ("mxfp8", "mxfp4"):
+        return [(1, 32), (3, 5, 96), (257, 160), (1000, 1024)]
+    if fmt == "nvfp4":
+        return [(1, 16), (7, 48), (129, 272), (1000, 1024)]
+    return [(1, 1), (5, 300), (129, 129), (3, 7, 200), (1000, 1024), (2, 4096)]
+
+
+@pytest.mark.parametrize("fmt,elem,rule", cases())
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_quantize_bit_identical(fmt, elem, rule, dtype, seed):
+    gen = torch.Generator().manual_seed(seed)
+    for shape in shapes(fmt):
+        nonfinite = fmt not in ("fp8_tensor", "nvfp4") or shape[0] == 1
+        x = make_input(shape, gen, nonfinite=nonfinite).to(dtype)
+        kw = dict(rule=rule, elem=elem if fmt not in FP4 else "e4m3")
+        cpu = deepwell.quantize(x, fmt, **kw)
+        gpu = deepwell.quantize(x.cuda(), fmt, **kw)
+        torch.cuda.synchronize()
+        assert_same(gpu, cpu, f"{fmt} {elem} {rule} {dtype} {shape}")
+
+
+@pytest.mark.parametrize("fmt", ["fp8_tensor", "nvfp4"])
+def test_nonfinite_tensor_amax(fmt, seed):
+    gen = torch.Generator().manual_seed(seed)
+    x = make_input((64, 256), gen, nonfinite=True)
+    assert_same(deepwell.quantize(x.cuda(), fmt), deepwell.quantize(x, fmt), fmt)
+
+
+@pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_row", "fp8_block1x128"])
+def test_pow2_scales_bit_identical(fmt, seed):
+    gen = torch.Generator().manual_seed(seed)
+    x = make_input((300, 520), gen, nonfinite=fmt != "fp8_tensor").bfloat16()
+    cpu = deepwell.quantize(x, fmt, pow2_scales=True)
+    gpu = deepwell.quantize(x.cuda(), fmt, pow2_scales=True)
+    assert_same(gpu, cpu, fmt)
+
+
+@pytest.mark.parametrize("fmt,elem,rule", cases())
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_transposed_copy_bit_identical(fmt, elem, rule, dtype, seed):
+    gen = torch.Generator().manual_seed(seed)
+    block_rows = fmt in ("mxfp8", "mxfp4", "nvfp4")
+    for R, K in ([(32, 64), (96, 160), (512, 1024)] if block_rows else [(1, 1), (70, 150), (300, 1000)]):
+        x = make_input((R, K), gen, nonfinite=fmt not in ("fp8_tensor", "nvfp4")).to(dtype)
+        kw = dict(rule=rule, elem=elem if fmt not in FP4 else "e4m3", transpose=True)
+        assert_same(deepwell.quantize(x.cuda(), fmt, **kw), deepwell.quantize(x, fmt, **kw),
+                    f"{fmt} {elem} {rule} {(R, K)} transposed")
+
+
+@pytest.mark.parametrize("fmt", ["mxfp8", "mxfp4", "nvfp4"])
+def test_swizzled_bit_identical(fmt, seed):
+    gen = torch.Generator().manual_seed(seed)
+    for shape in [(130, 160), (2, 100, 64), (7, 32), (512, 512)]:
+        x = make_input(shape, gen, nonfinite=fmt != "nvfp4")
+        kw = dict(swizzle=True, transpose=len(shape) == 2 and shape[0] % 32 == 0)
+        gpu = deepwell.quantize(x.cuda(), fmt, **kw)
+        assert_same(gpu, deepwell.quantize(x, fmt, **kw), f"{fmt} {shape} swizzled")
+        plain = deepwell.quantize(x.cuda(), fmt)
+        swz = deepwell.swizzle_scales(plain[1])
+        assert_same((swz,), (deepwell.swizzle_scales(plain[1].cpu()),), "swizzle_scales")
+        back = deepwell.unswizzle_scales(swz, plain[1].shape)
+        assert torch.equal(raw(back), raw(plain[1]))
+
+
+def test_misaligned_input(seed):
+    """A contiguous input at an odd address takes the scalar path; the result is the same."""
+    gen = torch.Generator().manual_seed(seed)
+    buf = make_input((1, 64 * 96 + 1), gen, nonfinite=False).bfloat16().view(-1)
+    x = buf[1:].view(64, 96)
+    for fmt in ("mxfp8", "fp8_row", "fp8_block1x128", "fp8_block128x128", "nvfp4"):
+        assert_same(deepwell.quantize(x.cuda(), fmt), deepwell.quantize(x, fmt), fmt)
+        xg = buf.cuda()[1:].view(64, 96)
+        assert xg.data_ptr() % 16 != 0
+        assert_same(deepwell.quantize(xg, fmt), deepwell.quantize(x, fmt), fmt + " misaligned")
+
+
+@pytest.mark.parametrize("fmt,elem,rule", cases())
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_dequantize_bit_identical(fmt, elem, rule, out_dtype, seed):
+    gen = torch.Generator().manual_seed(seed)
+    for shape in shapes(fmt)[:3]:
+        x = make_input(shape, gen, nonfinite=fmt not in ("fp8_tensor", "nvfp4"))
+        kw = dict(rule=rule, elem=elem if fmt not in FP4 else "e4m3")
+        q = deepwell.quantize(x, fmt, **kw)
+        ts = {"tensor_scale": q[2]} if fmt == "nvfp4" else {}
+        cpu = deepwell.dequantize(q[0], q[1], fmt, out_dtype=out_dtype, **ts)
+        tsg = {"tensor_scale": q[2].cuda()} if fmt == "nvfp4" else {}
+        gpu = deepwell.dequantize(q[0].cuda(), q[1].cuda(), fmt, out_dtype=out_dtype, **tsg)
+        assert_same((gpu,), (cpu,), f"dequantize {fmt} {shape} -> {out_dtype}")
+
+
+def test_cuda_input_must_be_contiguous():
+    x = torch.randn(64, 128, device="cuda")[:, :64]
+    with pytest.raises(ValueError, match="argument 'x'.*contiguous"):
+        deepwell.quantize(x, "mxfp8")
+
+
+def test_runs_on_the_current_stream(seed):
+    gen = torch.Generator().manual_seed(seed)
+    x = make_input((256, 512), gen, nonfinite=False).cuda()
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        a = deepwell.quantize(x, "fp8_tensor")
+    s.synchronize()
+    assert_same(a, deepwell.quantize(x.cpu(), "fp8_tensor"), "side stream")
+
+
+def _time(fn, iters=20):
+    fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    for _ in range(iters):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / iters * 1e-3
+
+
+def test_bandwidth_report():
+    """Prints the logical bandwidth of each kernel (x read once + outputs written, per second) and
+    its ratio to a device-to-device copy moving the same number of bytes. kFp8Tensor, kNvfp4 and
+    kFp8Row read x twice (amax pass, then encode; fp8_row's second read mostly hits L2), so their
+    ratio is bounded by about (in + out) / (2 in + out)."""
+    M, K = 8192, 8192
+    x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    n_in = x.numel() * 2
+    src = torch.empty(n_in, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    print()
+    for fmt, out_per_elem in (("mxfp8", 1 + 1 / 32), ("mxfp4", 0.5 + 1 / 32), ("nvfp4", 0.5 + 1 / 16),
+                              ("fp8_block1x128", 1 + 4 / 128), ("fp8_block128x128", 1.0),
+                              ("fp8_row", 1.0), ("fp8_tensor", 1.0)):
+        for transpose in (False, True):
+            moved = n_in + x.numel() * out_per_elem * (2 if transpose else 1)
+            t = _time(lambda: deepwell.quantize(x, fmt, transpose=transpose))
+            half = int(moved) // 2
+            c = _time(lambda: dst[:half].copy_(src[:half]))
+            print(f"quantize {fmt:17s} transpose={transpose!s:5s} {moved / t / 1e9:6.0f} GB/s, "
+                  f"copy of as many bytes {2 * half / c / 1e9:6.0f} GB/s, ratio {(moved / t) / (2 * half / c):.2f}")
+    q = deepwell.quantize(x, "mxfp8")
+    t = _time(lambda: deepwell.dequantize(q[0], q[1], "mxfp8", out_dtype=torch.bfloat16))
+    c = _time(lambda: dst[: x.numel() * 3 // 2].copy_(src[: x.numel() * 3 // 2]))
+    print(f"dequantize mxfp8 -> bf16 {x.numel() * 3 / t / 1e9:6.0f} GB/s, ratio to copy "
+          f"{(x.numel() * 3 / t) / (x.numel() * 3 / c):.2f}")
