@@ -46,7 +46,7 @@ __device__ __forceinline__ void load8(const In* p, int n, float (&v)[8]) {
 template <class In, Elem E>
 __global__ void __launch_bounds__(256) quantize_block128_kernel(const BlockParams p) {
   __shared__ uint32_t partial[8];
-  __shared__ uint8_t tile[kTile][kPitch];
+  __shared__ __align__(16) uint8_t tile[kTile][kPitch];  // 8-byte stores below
   const int64_t per_batch = p.brows * p.bcols;
   const int64_t b = blockIdx.x / per_batch, br = (blockIdx.x % per_batch) / p.bcols,
                 bc = blockIdx.x % p.bcols;
