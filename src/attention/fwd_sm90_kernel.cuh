@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "attention/fwd_sm90_epilogue.cuh"
@@ -52,26 +53,29 @@ __global__ void __launch_bounds__(Traits::kNumThreads, 1)
 
   if (warp_group == 0) {
     cutlass::arch::warpgroup_reg_dealloc<T::kProducerRegs>();
-    if (warp_idx != 0) return;
+    // One thread runs the whole producer. TMA issue (UTMALDG) is a warp-uniform instruction: in a
+    // warp whose lanes diverge around it (one lane waiting on a barrier while the others run on),
+    // each divergent group would issue it again.
+    if (warp_idx != 0 || !lane_leader) return;
     auto k_state = cutlass::make_producer_start_state<Pipeline>();
     auto v_state = cutlass::make_producer_start_state<Pipeline>();
     int q_loads = 0;
-    for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x) {
+    for (int round = 0, t = tile_of_round(0); t < p.num_tiles; t = tile_of_round(++round)) {
       const TileCoord tc = tile_coord(p, t);
       const SeqInfo seq = seq_info(p, tc.batch);
       if (tc.m_block * kBlockM >= seq.seqlen_q) continue;
       int n_lo, n_hi;
       key_block_range<kBlockM, kBlockN>(p, seq, tc.m_block, &n_lo, &n_hi);
       if (n_hi <= n_lo) continue;
-      Mainloop<T>::load(p, ss, pipe_k, pipe_v, k_state, v_state, tc, seq, n_lo, n_hi, q_loads,
-                        lane_leader);
+      Mainloop<T>::load(p, ss, pipe_k, pipe_v, k_state, v_state, tc, seq, n_lo, n_hi, q_loads);
     }
   } else {
     cutlass::arch::warpgroup_reg_alloc<T::kConsumerRegs>();
     const int thread_idx = threadIdx.x - 128;
+    Mainloop<T>::Turns::init(thread_idx / 128);
     typename Pipeline::PipelineState k_state, v_state;
     int q_phase = 0;
-    for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x) {
+    for (int round = 0, t = tile_of_round(0); t < p.num_tiles; t = tile_of_round(++round)) {
       const TileCoord tc = tile_coord(p, t);
       const SeqInfo seq = seq_info(p, tc.batch);
       if (tc.m_block * kBlockM >= seq.seqlen_q) continue;
@@ -186,8 +190,6 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
   if (p.num_tiles == 0) return Status::Ok();
 
   const int device = prob.device.index;
-  const detail::DeviceInfo* info = nullptr;
-  DW_TRY(detail::device_info(device, &info));
   auto kernel = attention_fwd_kernel<T>;
   static std::atomic<bool> attribute_set[64] = {};
   if (device < 64 && !attribute_set[device].load(std::memory_order_relaxed)) {
@@ -195,7 +197,14 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
                                           T::kSmemBytes));
     attribute_set[device].store(true, std::memory_order_relaxed);
   }
-  const int grid = std::min(p.num_tiles, info->sm_count);
+  // Persistent: one CTA per SM. DEEPWELL_ATTN_MAX_GRID=<n> caps the grid further, so tests can
+  // make a small problem run many tiles per CTA.
+  const detail::DeviceInfo* info = nullptr;
+  DW_TRY(detail::device_info(device, &info));
+  int grid = std::min(p.num_tiles, info->sm_count);
+  if (const char* env = std::getenv("DEEPWELL_ATTN_MAX_GRID")) {
+    if (std::atoi(env) > 0) grid = std::min(grid, std::atoi(env));
+  }
   kernel<<<grid, T::kNumThreads, T::kSmemBytes, static_cast<cudaStream_t>(ctx.stream)>>>(p);
   return detail::last_launch_status(kOp);
 }

@@ -1,6 +1,6 @@
 // The mainloop of the sm_90 attention forward kernel.
 //
-// Producer (one warp): TMA loads of Q for each tile and of K and V, key block by key block, into
+// Producer (one thread): TMA loads of Q for each tile and of K and V, key block by key block, into
 // kStages-deep rings guarded by two PipelineTmaAsync pipelines. Loads run in the order the
 // consumers need them: K[n], then K[n-1] with V[n], ... (key blocks go from the last to the first,
 // so the blocks that need masking come first).
@@ -9,6 +9,8 @@
 // with the P V product of block n+1 (FlashAttention-3's intra-warpgroup overlap):
 //   issue S = Q K[n]^T;  issue O += P V[n+1];  wait S;  mask, softmax -> P', rescale factors;
 //   wait PV;  O *= rescale;  P = P'
+// and across warpgroups (pingpong): the warpgroups take turns issuing their wgmma batches, so the
+// tensor cores run one warpgroup's GEMMs while the others do their softmax.
 #pragma once
 
 #include "attention/fwd_sm90_scheduler.cuh"
@@ -38,8 +40,33 @@ __device__ __forceinline__ void wgmma(TiledMma& mma, TA const& a, TB const& b, T
   if constexpr (kRegA) warpgroup_fence_operand(const_cast<TA&>(a));
 }
 
+__device__ __forceinline__ void named_barrier_sync_ids(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Turn-taking between consumer warpgroups: warpgroup w waits on barrier kFirst + w until the
+// previous warpgroup has issued its batch, then, once its own batch is issued, lets the next one go.
+template <int kWarpGroups>
+struct WarpGroupTurns {
+  static constexpr int kFirst = 4;  // named barriers 4.. (1..3 are the epilogue's)
+  static __device__ __forceinline__ void init(int wg) {
+    // The last warpgroup hands the first turn to warpgroup 0.
+    if (kWarpGroups > 1 && wg == kWarpGroups - 1) named_barrier_arrive(kFirst, 256);
+  }
+  static __device__ __forceinline__ void wait_turn(int wg) {
+    if (kWarpGroups > 1) named_barrier_sync_ids(kFirst + wg, 256);
+  }
+  static __device__ __forceinline__ void pass_turn(int wg) {
+    if (kWarpGroups > 1) named_barrier_arrive(kFirst + (wg + 1) % kWarpGroups, 256);
+  }
+};
+
 template <class Traits>
 struct Mainloop {
+  using Turns = WarpGroupTurns<Traits::kNumMmaWarpGroups>;
   using T = Traits;
   using Element = typename T::Element;
   using Pipeline = typename T::PipelineKV;
@@ -47,12 +74,12 @@ struct Mainloop {
   static constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN, kHeadDim = T::kHeadDim;
 
   // ------------------------------------------------------------------------------ producer
-  // Issued by one whole warp; `leader` is the one lane that issues TMA and transaction arrivals.
+  // Run by a single thread (see the kernel): it waits on the barriers and issues every TMA.
   template <class Params>
   __device__ static void load(Params const& p, typename T::SharedStorage& ss, Pipeline& pipe_k,
                               Pipeline& pipe_v, PipelineState& k_state, PipelineState& v_state,
                               TileCoord const& tc, SeqInfo const& seq, int n_lo, int n_hi,
-                              int& q_loads, bool leader) {
+                              int& q_loads) {
     Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename T::SmemLayoutQ{});
     Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename T::SmemLayoutK{});
     Tensor sV = make_tensor(make_smem_ptr(ss.v.data()), typename T::SmemLayoutV{});
@@ -83,29 +110,23 @@ struct Mainloop {
 
     auto load_k = [&](int n) {
       pipe_k.producer_acquire(k_state);
-      if (leader) {
-        copy(p.tma_k.with(*pipe_k.producer_get_barrier(k_state), 0), tKg(_, n),
-             tKs(_, k_state.index()));
-      }
+      copy(p.tma_k.with(*pipe_k.producer_get_barrier(k_state), 0), tKg(_, n),
+           tKs(_, k_state.index()));
       ++k_state;
     };
     auto load_v = [&](int n) {
       pipe_v.producer_acquire(v_state);
-      if (leader) {
-        copy(p.tma_v.with(*pipe_v.producer_get_barrier(v_state), 0), tVg(_, n),
-             tVs(_, v_state.index()));
-      }
+      copy(p.tma_v.with(*pipe_v.producer_get_barrier(v_state), 0), tVg(_, n),
+           tVs(_, v_state.index()));
       ++v_state;
     };
 
     int n = n_hi - 1;
     load_k(n);
-    if (leader) {
-      // Q's buffer is free once every consumer finished the previous tile (O lives there).
-      if (q_loads > 0) cutlass::arch::ClusterBarrier::wait(&ss.q_empty, (q_loads - 1) & 1);
-      cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&ss.q_full, T::kQBytes);
-      copy(p.tma_q.with(ss.q_full, 0), tQg(_, tc.m_block), tQs);
-    }
+    // Q's buffer is free once every consumer finished the previous tile (O lives there).
+    if (q_loads > 0) cutlass::arch::ClusterBarrier::wait(&ss.q_empty, (q_loads - 1) & 1);
+    cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&ss.q_full, T::kQBytes);
+    copy(p.tma_q.with(ss.q_full, 0), tQg(_, tc.m_block), tQs);
     ++q_loads;
     for (; n > n_lo; --n) {
       load_k(n - 1);
@@ -159,10 +180,14 @@ struct Mainloop {
 
     cutlass::arch::ClusterTransactionBarrier::wait(&ss.q_full, q_phase);
 
+    const int wg = thread_idx / 128;
     int n = n_hi - 1;
     Tensor tSrS = partition_fragment_C(mma_qk, select<0, 1>(typename T::TileShapeQK{}));
     pipe_k.consumer_wait(k_state);
-    wgmma<0>(mma_qk, tSrQ, tSrK(_, _, _, k_state.index()), tSrS, true);
+    Turns::wait_turn(wg);
+    wgmma<-1>(mma_qk, tSrQ, tSrK(_, _, _, k_state.index()), tSrS, true);
+    Turns::pass_turn(wg);
+    warpgroup_wait<0>();
     pipe_k.consumer_release(k_state);
     ++k_state;
     masked_softmax(tSrS, n, true);
@@ -172,9 +197,11 @@ struct Mainloop {
     for (--n; n >= n_lo; --n) {
       Tensor tSrS_next = partition_fragment_C(mma_qk, select<0, 1>(typename T::TileShapeQK{}));
       pipe_k.consumer_wait(k_state);
-      wgmma<-1>(mma_qk, tSrQ, tSrK(_, _, _, k_state.index()), tSrS_next, true);
       pipe_v.consumer_wait(v_state);
+      Turns::wait_turn(wg);
+      wgmma<-1>(mma_qk, tSrQ, tSrK(_, _, _, k_state.index()), tSrS_next, true);
       wgmma<-1>(mma_pv, tOrP, tOrV(_, _, _, v_state.index()), tOrO, first_pv);
+      Turns::pass_turn(wg);
       first_pv = false;
       warpgroup_wait<1>();  // S ready; P V still running
       pipe_k.consumer_release(k_state);
@@ -192,7 +219,10 @@ struct Mainloop {
       tOrP = to_operand_a(tSrS_next);
     }
     pipe_v.consumer_wait(v_state);
-    wgmma<0>(mma_pv, tOrP, tOrV(_, _, _, v_state.index()), tOrO, first_pv);
+    Turns::wait_turn(wg);
+    wgmma<-1>(mma_pv, tOrP, tOrV(_, _, _, v_state.index()), tOrO, first_pv);
+    Turns::pass_turn(wg);
+    warpgroup_wait<0>();
     pipe_v.consumer_release(v_state);
     ++v_state;
 

@@ -2,7 +2,9 @@
 // (which rows, which keys) that the producer and the consumers must agree on.
 //
 // A tile is (m_block, head, batch): kBlockM query rows of one head. The grid has one CTA per SM
-// and CTA c takes tiles c, c + grid, c + 2 grid, ... in a fixed order:
+// and in round r CTA c takes tile r * grid + c (r even) or r * grid + grid - 1 - c (r odd): the
+// snake pairs a CTA that got one of the heavier tiles of a round with one of the lighter ones in
+// the next. Tiles are numbered in a fixed order:
 //  - non-causal: heads outer, m-blocks inner, so CTAs running at the same time share a head's K/V
 //    in L2;
 //  - with a right-bounded (causal) mask: the heaviest m-blocks of every head first (longest
@@ -16,6 +18,12 @@ namespace deepwell::attention::sm90 {
 struct TileCoord {
   int m_block, head, batch;
 };
+
+// The tile index of this CTA's round r (>= num_tiles: no more work).
+__device__ __forceinline__ int tile_of_round(int round) {
+  const int c = (round & 1) ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
+  return round * int(gridDim.x) + c;
+}
 
 template <class Params>
 __device__ __forceinline__ TileCoord tile_coord(Params const& p, int tile) {

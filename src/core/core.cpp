@@ -1,5 +1,4 @@
 // Core types: dtype and device names, tensor view helpers, version.
-#include <sstream>
 
 #include "deepwell/core.hpp"
 #include "deepwell/deepwell.h"
@@ -47,7 +46,7 @@ int64_t TensorView::numel() const {
 
 bool TensorView::is_contiguous() const {
   int64_t expected = 1;
-  for (int i = ndim - 1; i >= 0; --i) {
+  for (int i = (ndim > kMaxDims ? kMaxDims : ndim) - 1; i >= 0; --i) {
     if (shape[i] != 1 && strides[i] != expected) return false;
     expected *= shape[i];
   }
@@ -55,18 +54,15 @@ bool TensorView::is_contiguous() const {
 }
 
 std::string TensorView::describe() const {
-  std::ostringstream os;
-  os << dtype_name(dtype) << "[";
-  for (int i = 0; i < ndim; ++i) os << (i ? ", " : "") << shape[i];
-  os << "]";
-  bool contiguous = ndim <= kMaxDims && is_contiguous();
-  if (!contiguous) {
-    os << " strides (";
-    for (int i = 0; i < ndim; ++i) os << (i ? ", " : "") << strides[i];
-    os << ")";
-  }
-  os << " on " << device_name(device);
-  return os.str();
+  const int n = ndim < 0 ? 0 : ndim > kMaxDims ? kMaxDims : ndim;
+  auto list = [n](const int64_t* v) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s;
+  };
+  std::string s = std::string(dtype_name(dtype)) + "[" + list(shape) + "]";
+  if (!is_contiguous()) s += " strides (" + list(strides) + ")";
+  return s + " on " + device_name(device);
 }
 
 TensorView TensorView::contiguous(void* data, DType dtype, std::initializer_list<int64_t> shape,

@@ -1,6 +1,6 @@
 #include "core/validate.hpp"
 
-#include <sstream>
+#include <cstdio>
 
 namespace deepwell::detail {
 
@@ -13,12 +13,15 @@ Status arg_error(std::string_view op, std::string_view arg, std::string_view exp
   return Status(code, std::move(msg));
 }
 
+// Messages are built with std::string and snprintf only: iostreams have crashed inside a Python
+// process whose libstdc++ differed from the one the library was built against.
 std::string shape_string(const TensorView& t) {
-  std::ostringstream os;
-  os << "[";
-  for (int i = 0; i < t.ndim && i < kMaxDims; ++i) os << (i ? ", " : "") << t.shape[i];
-  os << "]";
-  return os.str();
+  std::string s = "[";
+  for (int i = 0; i < t.ndim && i < kMaxDims; ++i) {
+    if (i) s += ", ";
+    s += std::to_string(t.shape[i]);
+  }
+  return s + "]";
 }
 
 Status check_view(std::string_view op, std::string_view name, const TensorView& t) {
@@ -146,12 +149,10 @@ Status check_alignment(std::string_view op, std::string_view name, const TensorV
                        int bytes) {
   uintptr_t p = reinterpret_cast<uintptr_t>(t.data);
   if (p % bytes != 0) {
+    char address[32];
+    std::snprintf(address, sizeof address, "address 0x%llx", static_cast<unsigned long long>(p));
     return arg_error(op, name, "a data pointer aligned to " + std::to_string(bytes) + " bytes",
-                     "address 0x" + [&] {
-                       std::ostringstream os;
-                       os << std::hex << p;
-                       return os.str();
-                     }());
+                     address);
   }
   int64_t bits = dtype_bits(t.dtype);
   for (int i = 0; i + 1 < t.ndim; ++i) {

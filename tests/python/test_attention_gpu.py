@@ -210,3 +210,20 @@ def test_cuda_errors():
     q = torch.zeros((1, 8, 2, 64), device="cuda", dtype=torch.bfloat16)
     with pytest.raises(ValueError, match="argument 'k'"):
         deepwell.attention(q, q.cpu(), q)
+
+
+@pytest.mark.parametrize("max_grid", [1, 3])
+def test_many_tiles_per_cta(max_grid, monkeypatch, seed):
+    """The persistent loop: cap the grid so every CTA runs many consecutive tiles."""
+    monkeypatch.setenv("DEEPWELL_ATTN_MAX_GRID", str(max_grid))
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    for D in (64, 128, 256):
+        q, k, v = (rand((2, 700, 3, D), torch.bfloat16, g) for _ in range(3))
+        check(q, k, v)
+        check(q, k, v, causal=True)
+    lens = [300, 0, 129, 5]
+    cu = torch.tensor([0, 300, 300, 429, 434], dtype=torch.int32, device="cuda")
+    q = rand((434, 4, 128), torch.bfloat16, g)
+    k, v = rand((434, 2, 128), torch.bfloat16, g), rand((434, 2, 128), torch.bfloat16, g)
+    check(q, k, v, causal=True, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=300,
+          max_seqlen_k=300)
