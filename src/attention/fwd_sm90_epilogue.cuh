@@ -1,8 +1,9 @@
 // Epilogue of the sm_90 attention forward kernel: each consumer warpgroup writes its 64 rows of O
 // (through shared memory, so global stores are 16-byte and coalesced) and their LSE.
 //
-// O goes into Q's shared buffer: warpgroup w only ever read Q rows [64w, 64w + 64) and writes O to
-// the same rows, so no other warpgroup's pending wgmma can be disturbed. Stores are guarded by the
+// O is staged in its own buffer, or (d = 256, where shared memory is short) in Q's: warpgroup w only
+// ever read Q rows [64w, 64w + 64) and writes O to the same rows, so no other warpgroup's pending
+// wgmma can be disturbed. Stores are guarded by the
 // sequence length and the true head dim, so padded rows and columns are never written.
 #pragma once
 
@@ -49,7 +50,8 @@ struct Epilogue {
     const int row_limit = seq.seqlen_q - tc.m_block * kBlockM;
 
     // Registers -> shared memory (stmatrix).
-    Tensor sO = make_tensor(make_smem_ptr(ss.q.data()), typename T::SmemLayoutO{});
+    Element* o_buffer = T::kSeparateO ? ss.o.data() : ss.q.data();
+    Tensor sO = make_tensor(make_smem_ptr(o_buffer), typename T::SmemLayoutO{});
     Tensor rO = make_tensor<Element>(tOrO.layout());
     constexpr int kN = decltype(size(tOrO))::value;
     *reinterpret_cast<cutlass::Array<Element, kN>*>(rO.data()) =

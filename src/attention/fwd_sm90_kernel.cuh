@@ -90,10 +90,15 @@ __global__ void __launch_bounds__(Traits::kNumThreads, 1)
       float lse[2];
       Mainloop<T>::compute(p, ss, pipe_k, pipe_v, k_state, v_state, tc, seq, n_lo, n_hi, q_phase,
                            thread_idx, tOrO, lse);
-      Epilogue<T>::store(p, ss, tc, seq, thread_idx, tOrO, lse);
-      // The next tile's Q (TMA, async proxy) overwrites what this thread just read.
-      cutlass::arch::fence_view_async_shared();
-      cutlass::arch::ClusterBarrier::arrive(&ss.q_empty);
+      if constexpr (T::kSeparateO) {
+        cutlass::arch::ClusterBarrier::arrive(&ss.q_empty);  // Q is no longer read
+        Epilogue<T>::store(p, ss, tc, seq, thread_idx, tOrO, lse);
+      } else {
+        Epilogue<T>::store(p, ss, tc, seq, thread_idx, tOrO, lse);
+        // The next tile's Q (TMA, async proxy) overwrites the O this thread just read.
+        cutlass::arch::fence_view_async_shared();
+        cutlass::arch::ClusterBarrier::arrive(&ss.q_empty);
+      }
       q_phase ^= 1;
     }
   }

@@ -86,14 +86,22 @@ struct FwdTraits {
 
   using PipelineKV = cutlass::PipelineTmaAsync<kStages>;
 
+  // O gets its own buffer when it fits: then the consumers release Q as soon as their last
+  // Q K^T is done and the next tile's Q loads during this tile's epilogue. Otherwise (d = 256) O is
+  // staged in Q's buffer and Q is released after the epilogue.
+  static constexpr int kTileBytes =
+      (2 * kBlockM * kHeadDim + 2 * kStages * kBlockN * kHeadDim) * int(sizeof(Element));
+  static constexpr bool kSeparateO = kTileBytes + 1024 <= 227 * 1024;
+
   struct SharedStorage {
-    alignas(1024) cute::array_aligned<Element, cosize_v<SmemLayoutQ>> q;  // Q, then O
+    alignas(1024) cute::array_aligned<Element, cosize_v<SmemLayoutQ>> q;
     alignas(1024) cute::array_aligned<Element, cosize_v<SmemLayoutK>> k;
     alignas(1024) cute::array_aligned<Element, cosize_v<SmemLayoutV>> v;
+    alignas(1024) cute::array_aligned<Element, kSeparateO ? cosize_v<SmemLayoutO> : 8> o;
     typename PipelineKV::SharedStorage pipeline_k;
     typename PipelineKV::SharedStorage pipeline_v;
     alignas(8) uint64_t q_full;   // TMA of Q landed (transaction barrier)
-    alignas(8) uint64_t q_empty;  // every consumer is done with Q and with O in Q's buffer
+    alignas(8) uint64_t q_empty;  // every consumer is done with Q (and with O if it is in Q's buffer)
   };
   static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage));
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block on sm_90");
