@@ -14,8 +14,18 @@ set(DEEPWELL_CUDA_SOURCES
   src/attention/fwd_sm90_inst_f16_d128.cu
   src/attention/fwd_sm90_inst_f16_d256.cu
 
-  # gemm
+  # gemm, sm_90a (src/gemm/sm90_gemm.cuh): one file per row of src/gemm/gemm_sm90_table.hpp
   src/gemm/dispatch_cuda.cpp
+  src/gemm/gemm_tuning.cpp
+  src/gemm/sm90_helpers.cu
+  src/gemm/gemm_inst_bf16_kk_bf16_128x256.cu
+  src/gemm/gemm_inst_bf16_kn_bf16_128x256.cu
+  src/gemm/gemm_inst_f16_kk_f16_128x256.cu
+  src/gemm/gemm_inst_bf16_kk_f32_128x128.cu
+  src/gemm/gemm_inst_f16_kk_f32_128x128.cu
+  src/gemm/gemm_inst_e4m3_kk_bf16_128x128.cu
+  src/gemm/gemm_inst_e4m3e5m2_kk_bf16_128x128.cu
+  src/gemm/gemm_inst_e4m3_kk_bf16_block_128x128.cu
 
   # quant: memory-bound quantization kernels, one file per kernel family (src/quant/*_sm90.cu)
   src/quant/quantize_sm90.cu
@@ -23,3 +33,9 @@ set(DEEPWELL_CUDA_SOURCES
   src/quant/quantize_block128_sm90.cu
   src/quant/dequantize_sm90.cu
 )
+
+# The host side of a GEMM instance only fills kernel arguments: compiling it at -O1 instead of -O3
+# saves ~8 % of each instance's build time (device code is unaffected).
+set(_dw_gemm_instances ${DEEPWELL_CUDA_SOURCES})
+list(FILTER _dw_gemm_instances INCLUDE REGEX "^src/gemm/gemm_inst_.*\\.cu$")
+set_source_files_properties(${_dw_gemm_instances} PROPERTIES COMPILE_OPTIONS "-Xcompiler=-O1")

@@ -155,10 +155,46 @@ typedef struct dw_gemm_args {
   float alpha;
   float beta;
   dw_activation activation;
+  /* Appended in 0.2 (callers passing the older, shorter struct_size get no workspace): scratch
+   * memory on the tensors' device, 256-byte aligned, of dw_gemm_workspace_size() bytes or more. */
+  void* workspace;
+  size_t workspace_size;
 } dw_gemm_args;
 
 /* D = act(alpha * A B + beta * C + bias) + residual */
 DW_API dw_status dw_gemm(const dw_gemm_args* args, void* stream);
+/* Workspace bytes dw_gemm can use for these arguments (0 on CPU); see deepwell::gemm_workspace_size. */
+DW_API dw_status dw_gemm_workspace_size(const dw_gemm_args* args, size_t* bytes);
+
+/* Granularity of dw_gemm_fp8's scales (deepwell::Fp8Scaling). */
+enum {
+  DW_FP8_SCALING_TENSOR = 0, /* f32 scale_a (1), scale_b (1) */
+  DW_FP8_SCALING_ROW = 1,    /* f32 scale_a (M), scale_b (N) */
+  DW_FP8_SCALING_BLOCK = 2,  /* f32 scale_a (M, ceil(K/128)), scale_b (ceil(N/128), ceil(K/128)) */
+  DW_FP8_SCALING_MX = 3      /* ue8m0 scale_a (M, ceil(K/32)), scale_b (N, ceil(K/32)); CPU only */
+};
+
+typedef struct dw_gemm_fp8_args {
+  size_t struct_size;          /* sizeof(dw_gemm_fp8_args) */
+  const dw_tensor* a;          /* e4m3 / e5m2 (M, K) or (batch, M, K) */
+  const dw_tensor* b;          /* e4m3 / e5m2 (K, N) or (batch, K, N) */
+  const dw_tensor* scale_a;
+  const dw_tensor* scale_b;
+  int32_t scaling;             /* DW_FP8_SCALING_* */
+  const dw_tensor* d;          /* f32, f16 or bf16 (M, N) or (batch, M, N) */
+  const dw_tensor* c;          /* optional, like d, scaled by beta */
+  const dw_tensor* bias;       /* optional (N) */
+  const dw_tensor* residual;   /* optional, like d, added after the activation */
+  float alpha;
+  float beta;
+  dw_activation activation;
+  void* workspace;             /* as in dw_gemm_args */
+  size_t workspace_size;
+} dw_gemm_fp8_args;
+
+/* D = act(alpha * (scale_a . A) (scale_b . B) + beta * C + bias) + residual; deepwell::gemm_fp8. */
+DW_API dw_status dw_gemm_fp8(const dw_gemm_fp8_args* args, void* stream);
+DW_API dw_status dw_gemm_fp8_workspace_size(const dw_gemm_fp8_args* args, size_t* bytes);
 
 /* ------------------------------------------------------------- quantization */
 /* Formats, scale rules and layouts: include/deepwell/quant.hpp and docs/formats.md. */

@@ -30,7 +30,60 @@ struct GemmArgs {
   Activation activation = Activation::kNone;
 };
 
-// CPU in this version; CUDA tensors give kNotSupported until the GPU GEMMs land.
+// CPU tensors run the reference; CUDA tensors the sm_90a kernels (docs/perf-notes.md, "GEMM"),
+// which take bf16 or f16 a and b, a d of a's dtype or f32, and c, residual and bias of d's dtype;
+// every operand with one unit stride, the other stride a multiple of 16 bytes, 16-byte aligned
+// pointers and batch strides (bias: contiguous, aligned). K must be at least 1 on CUDA.
 DEEPWELL_API Status gemm(const GemmArgs& args, const Context& ctx = {});
+
+// Scratch bytes gemm() can use for these arguments (0 for CPU tensors). Passing at least this much
+// in Context::workspace lets the CUDA path split K over more SMs for small outputs (split-K /
+// stream-K) and run layouts that have no kernel of their own (via a transposed copy of an operand);
+// the latter fail with kInvalidArgument naming 'workspace' when it is too small.
+DEEPWELL_API Status gemm_workspace_size(const GemmArgs& args, size_t* bytes);
+
+// ------------------------------------------------------------------------------------ fp8 GEMM
+
+// Granularity of gemm_fp8's scales; the numeric values are part of the C ABI (DW_FP8_SCALING_*).
+// Scales are fp32 unless noted, on a's device, shared by every batch, and multiply the decoded
+// operands: A_real[m, k] = scale_a[...] * decode(a[m, k]), likewise for B.
+enum class Fp8Scaling : int32_t {
+  kTensor = 0,  // scale_a (1), scale_b (1); 0-D views are accepted too
+  kRow = 1,     // scale_a (M) or (M, 1): per row of A; scale_b (N) or (1, N): per column of B
+  // DeepSeek-style blocks: scale_a (M, ceil(K/128)), one per row and 128 consecutive K;
+  // scale_b (ceil(N/128), ceil(K/128)), one per 128x128 block of B. Any strides; the CUDA kernel
+  // reads scale_a with unit stride along M (columns padded to a multiple of 4 elements) and
+  // scale_b with unit stride along K, and copies other layouts into the workspace first.
+  kBlock = 2,
+  // MXFP8: ue8m0 scales, one per 32 consecutive K: scale_a (M, ceil(K/32)), scale_b (N, ceil(K/32))
+  // (row-major, not swizzled). CPU only in this version.
+  kMx = 3,
+};
+
+DEEPWELL_API std::string_view fp8_scaling_name(Fp8Scaling s);
+
+struct GemmFp8Args {
+  TensorView a;  // e4m3 or e5m2, (M, K) or (batch, M, K); CUDA: unit stride along K
+  TensorView b;  // e4m3 or e5m2, (K, N) or (batch, K, N); CUDA: unit stride along K, i.e. B^T
+                 // row-major (as torch._scaled_mm wants it)
+  TensorView scale_a, scale_b;  // as Fp8Scaling describes
+  Fp8Scaling scaling = Fp8Scaling::kTensor;
+  TensorView d;                          // f32, f16 or bf16 output
+  const TensorView* c = nullptr;         // optional, like d, scaled by beta
+  const TensorView* bias = nullptr;      // optional (N), added per column
+  const TensorView* residual = nullptr;  // optional, like d, added after the activation
+  float alpha = 1.0f;
+  float beta = 0.0f;
+  Activation activation = Activation::kNone;
+};
+
+// D = act(alpha * A_real @ B_real + beta * C + bias) + residual with fp32 accumulation. CPU tensors
+// decode both operands to fp32 and run the reference GEMM. CUDA (sm_90a): kTensor and kRow with
+// e4m3 x e4m3 or e4m3 x e5m2 (either order when d is column-major; scales applied in the
+// epilogue, products accumulated in fp32 promoted every 128 of K), kBlock with e4m3 x e4m3 (scales
+// promoted in the main loop every 128 of K); a bf16 d, and c, residual and bias of d's dtype
+// (anything else: kNotSupported naming the argument).
+DEEPWELL_API Status gemm_fp8(const GemmFp8Args& args, const Context& ctx = {});
+DEEPWELL_API Status gemm_fp8_workspace_size(const GemmFp8Args& args, size_t* bytes);
 
 }  // namespace deepwell

@@ -1,6 +1,7 @@
 // The C ABI (include/deepwell/deepwell.h): converts dw_tensor descriptors into TensorViews, calls
 // the C++ API, and records failures in a thread-local last-error string.
 #include <cmath>
+#include <cstddef>
 #include <exception>
 #include <string>
 
@@ -190,26 +191,97 @@ dw_status dw_fmha_forward(const void* q, const void* k, const void* v, void* o, 
   });
 }
 
+// dw_gemm_args / dw_gemm_fp8_args -> the C++ argument structs; the epilogue tensors live in a
+// GemmViews. dw_gemm_args grew the workspace fields in 0.2: older callers pass the shorter
+// struct_size and get no workspace.
+extern "C++" {
+namespace {
+struct GemmViews {
+  TensorView c, bias, residual;
+};
+
+template <class CArgs, class Args>
+Status gemm_epilogue_views(const char* op, const CArgs* a, Args* args, GemmViews* v) {
+  bool has_c, has_bias, has_res;
+  DW_TRY(to_view(op, "c", a->c, false, &v->c, &has_c));
+  DW_TRY(to_view(op, "bias", a->bias, false, &v->bias, &has_bias));
+  DW_TRY(to_view(op, "residual", a->residual, false, &v->residual, &has_res));
+  args->c = has_c ? &v->c : nullptr;
+  args->bias = has_bias ? &v->bias : nullptr;
+  args->residual = has_res ? &v->residual : nullptr;
+  args->alpha = a->alpha;
+  args->beta = a->beta;
+  args->activation = static_cast<deepwell::Activation>(a->activation);
+  return Status::Ok();
+}
+
+Status gemm_args(const char* op, const dw_gemm_args* a, deepwell::GemmArgs* args, GemmViews* v,
+                 deepwell::Context* ctx, void* stream) {
+  DW_TRY(check_struct(op, a, a ? a->struct_size : 0, offsetof(dw_gemm_args, workspace)));
+  bool present;
+  DW_TRY(to_view(op, "a", a->a, true, &args->a, &present));
+  DW_TRY(to_view(op, "b", a->b, true, &args->b, &present));
+  DW_TRY(to_view(op, "d", a->d, true, &args->d, &present));
+  DW_TRY(gemm_epilogue_views(op, a, args, v));
+  *ctx = {stream, nullptr, 0};
+  if (a->struct_size >= sizeof(dw_gemm_args)) *ctx = {stream, a->workspace, a->workspace_size};
+  return Status::Ok();
+}
+
+Status gemm_fp8_args(const char* op, const dw_gemm_fp8_args* a, deepwell::GemmFp8Args* args,
+                     GemmViews* v, deepwell::Context* ctx, void* stream) {
+  DW_TRY(check_struct(op, a, a ? a->struct_size : 0, sizeof(dw_gemm_fp8_args)));
+  bool present;
+  DW_TRY(to_view(op, "a", a->a, true, &args->a, &present));
+  DW_TRY(to_view(op, "b", a->b, true, &args->b, &present));
+  DW_TRY(to_view(op, "scale_a", a->scale_a, true, &args->scale_a, &present));
+  DW_TRY(to_view(op, "scale_b", a->scale_b, true, &args->scale_b, &present));
+  DW_TRY(to_view(op, "d", a->d, true, &args->d, &present));
+  DW_TRY(gemm_epilogue_views(op, a, args, v));
+  args->scaling = static_cast<deepwell::Fp8Scaling>(a->scaling);
+  *ctx = {stream, a->workspace, a->workspace_size};
+  return Status::Ok();
+}
+}  // namespace
+}  // extern "C++"
+
 dw_status dw_gemm(const dw_gemm_args* a, void* stream) {
   return guarded([&]() -> Status {
-    const char* op = "gemm";
-    DW_TRY(check_struct(op, a, a ? a->struct_size : 0, sizeof(dw_gemm_args)));
     deepwell::GemmArgs args;
-    TensorView c, bias, residual;
-    bool has_c, has_bias, has_res, present;
-    DW_TRY(to_view(op, "a", a->a, true, &args.a, &present));
-    DW_TRY(to_view(op, "b", a->b, true, &args.b, &present));
-    DW_TRY(to_view(op, "d", a->d, true, &args.d, &present));
-    DW_TRY(to_view(op, "c", a->c, false, &c, &has_c));
-    DW_TRY(to_view(op, "bias", a->bias, false, &bias, &has_bias));
-    DW_TRY(to_view(op, "residual", a->residual, false, &residual, &has_res));
-    args.c = has_c ? &c : nullptr;
-    args.bias = has_bias ? &bias : nullptr;
-    args.residual = has_res ? &residual : nullptr;
-    args.alpha = a->alpha;
-    args.beta = a->beta;
-    args.activation = static_cast<deepwell::Activation>(a->activation);
-    return deepwell::gemm(args, {stream, nullptr, 0});
+    GemmViews v;
+    deepwell::Context ctx;
+    DW_TRY(gemm_args("gemm", a, &args, &v, &ctx, stream));
+    return deepwell::gemm(args, ctx);
+  });
+}
+
+dw_status dw_gemm_workspace_size(const dw_gemm_args* a, size_t* bytes) {
+  return guarded([&]() -> Status {
+    deepwell::GemmArgs args;
+    GemmViews v;
+    deepwell::Context ctx;
+    DW_TRY(gemm_args("gemm_workspace_size", a, &args, &v, &ctx, nullptr));
+    return deepwell::gemm_workspace_size(args, bytes);
+  });
+}
+
+dw_status dw_gemm_fp8(const dw_gemm_fp8_args* a, void* stream) {
+  return guarded([&]() -> Status {
+    deepwell::GemmFp8Args args;
+    GemmViews v;
+    deepwell::Context ctx;
+    DW_TRY(gemm_fp8_args("gemm_fp8", a, &args, &v, &ctx, stream));
+    return deepwell::gemm_fp8(args, ctx);
+  });
+}
+
+dw_status dw_gemm_fp8_workspace_size(const dw_gemm_fp8_args* a, size_t* bytes) {
+  return guarded([&]() -> Status {
+    deepwell::GemmFp8Args args;
+    GemmViews v;
+    deepwell::Context ctx;
+    DW_TRY(gemm_fp8_args("gemm_fp8_workspace_size", a, &args, &v, &ctx, nullptr));
+    return deepwell::gemm_fp8_workspace_size(args, bytes);
   });
 }
 

@@ -45,4 +45,23 @@ inline float apply_activation(Activation act, float x) {
 Status gemm_cpu(const Problem& p);
 Status gemm_cuda(const Problem& p, const Context& ctx);
 
+// gemm_fp8: `p` holds the fp8 operands (a, b of dtype e4m3 / e5m2) and the epilogue; the scales are
+// (rows, cols) matrices with batch stride 0: kTensor (1, 1) each; kRow a (M, 1), b (1, N); kBlock a
+// (M, ceil(K/128)), b (ceil(N/128), ceil(K/128)); kMx (ue8m0) a (M, ceil(K/32)), b (N, ceil(K/32)).
+struct Fp8Problem {
+  Problem p;
+  Fp8Scaling scaling = Fp8Scaling::kTensor;
+  Matrix scale_a, scale_b;
+};
+
+// Decodes both operands to fp32 with their scales applied and runs gemm_cpu.
+Status gemm_fp8_cpu(const Fp8Problem& f);
+
+#if defined(DEEPWELL_WITH_CUDA)
+Status gemm_fp8_cuda(const Fp8Problem& f, const Context& ctx);
+// Workspace bytes the CUDA path can use (split-K partials, transposed operand copies).
+Status gemm_cuda_workspace(const Problem& p, size_t* bytes);
+Status gemm_fp8_cuda_workspace(const Fp8Problem& f, size_t* bytes);
+#endif
+
 }  // namespace deepwell::matmul

@@ -1,0 +1,130 @@
+// THE table of the sm_90a GEMM kernels: every compiled configuration, and how a problem picks one.
+//
+// Each row of DW_SM90_GEMM_KERNELS is one file src/gemm/gemm_inst_<name>.cu (listed in
+// src/kernel_instances.cmake), which instantiates Sm90Gemm<...> with exactly the row's parameters
+// (a static_assert in DW_SM90_GEMM_INSTANCE checks it). Everything else is a run-time parameter of
+// these few kernels: alpha, beta, the source, bias vectors, the activation, the fp8 scales, the
+// work decomposition (data-parallel / split-K / stream-K), rasterization and swizzle.
+//
+// Layouts are named by which dimension has unit stride, in the kernels' orientation (D row-major):
+// "kk" = A K-major and B K-major (x @ w.T with w (N, K) row-major: torch's Linear), "kn" = A K-major
+// and B N-major (x @ w with w (K, N) row-major). The dispatcher (dispatch_cuda.cpp) reaches these
+// from any layout by computing D^T = B^T A^T when D is column-major and, failing that, by a
+// transposed copy of an operand in the workspace. docs/perf-notes.md ("GEMM") says what each row is
+// for and what it is expected to reach.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "gemm/sm90_launch.hpp"
+
+namespace deepwell::matmul::sm90 {
+
+enum class Operands : int32_t { kBF16, kF16, kE4M3, kE4M3xE5M2 };  // A x B element types
+enum class Scaling : int32_t {
+  kNone,       // 16-bit operands
+  kTensorRow,  // fp8; tensor and row/column scales in the epilogue, two-level accumulation
+  kBlock,      // fp8; 1x128 (A) x 128x128 (B) scales promoted in the main loop
+};
+enum class Schedule : int32_t { kCooperative, kPingpong };
+
+struct KernelSpec {
+  std::string_view name;
+  Operands operands;
+  DType out;
+  bool a_k_major, b_k_major;
+  Scaling scaling;
+  int tile_m, tile_n, tile_k;
+  int cluster_m, cluster_n;
+  Schedule schedule;
+  bool stream_k;  // built with CUTLASS's stream-K tile scheduler: any Decomposition at run time
+  LaunchFn launch;
+  WorkspaceFn workspace;
+};
+
+// clang-format off
+#define DW_SM90_GEMM_KERNELS(X)                                                                        \
+  /* name                  operands     out    A K-major B K-major scaling    tile M,N,K     cluster sched        stream-K */ \
+  X(bf16_kk_bf16_128x256,  kBF16,       kBF16, true,     true,     kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
+  X(bf16_kn_bf16_128x256,  kBF16,       kBF16, true,     false,    kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
+  X(f16_kk_f16_128x256,    kF16,        kF16,  true,     true,     kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
+  X(bf16_kk_f32_128x128,   kBF16,       kF32,  true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
+  X(f16_kk_f32_128x128,    kF16,        kF32,  true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
+  X(e4m3_kk_bf16_128x128,  kE4M3,       kBF16, true,     true,     kTensorRow,128, 128, 128, 1, 2, kCooperative, true)  \
+  X(e4m3e5m2_kk_bf16_128x128, kE4M3xE5M2, kBF16, true,   true,     kTensorRow,128, 128, 128, 1, 2, kCooperative, true)  \
+  X(e4m3_kk_bf16_block_128x128, kE4M3,  kBF16, true,     true,     kBlock,    128, 128, 128, 1, 2, kCooperative, true)
+// clang-format on
+
+#define DW_SM90_DECLARE_KERNEL(name, ...) \
+  Status name##_launch(const Launch& l);  \
+  size_t name##_workspace(const Launch& l);
+DW_SM90_GEMM_KERNELS(DW_SM90_DECLARE_KERNEL)
+#undef DW_SM90_DECLARE_KERNEL
+
+#define DW_SM90_KERNEL_ROW(name, ops, out, ak, bk, sc, tm, tn, tk, cm, cn, sched, sk)              \
+  KernelSpec{#name, Operands::ops, DType::out, ak, bk, Scaling::sc, tm, tn, tk, cm, cn,             \
+             Schedule::sched, sk, &name##_launch, &name##_workspace},
+inline constexpr KernelSpec kKernels[] = {DW_SM90_GEMM_KERNELS(DW_SM90_KERNEL_ROW)};
+#undef DW_SM90_KERNEL_ROW
+
+constexpr const KernelSpec* find_kernel(std::string_view name) {
+  for (const KernelSpec& k : kKernels) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+// ----------------------------------------------------------------------------- the shape rules
+//
+// Among the kernels of a problem's group (operands, out, layouts, scaling) the largest tile wins
+// unless it leaves most SMs idle; then the work is spread by splitting K:
+//
+//   output tiles T (all batches) vs SMs S      K tiles      decomposition
+//   T >= 2 S, or the last wave >= 60 % full     any          data-parallel
+//   S <= T < 2 S, last wave < 60 % full         >= 4         stream-K (balances the partial wave)
+//   T < S                                       >= 8         split-K, splits = min(S / T, K tiles / 4, 16)
+//                                                            (stream-K when that gives < 2 splits)
+//   anything else                                            data-parallel
+//
+// Split-K and stream-K need workspace (partial tiles); without enough, data-parallel runs instead.
+// A tuning cache (gemm_tuning.cpp; DEEPWELL_GEMM_TUNING=<file>) can override the choice per shape.
+struct Plan {
+  const KernelSpec* kernel = nullptr;
+  Decomposition decomposition = Decomposition::kDataParallel;
+  int32_t splits = 1;
+  int32_t raster = 0;
+  int32_t swizzle = 1;
+};
+
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+constexpr Plan plan_for(const KernelSpec& k, int64_t m, int64_t n, int64_t kdim, int64_t batch,
+                        int sm_count) {
+  Plan p;
+  p.kernel = &k;
+  const int64_t tiles = ceil_div(m, k.tile_m) * ceil_div(n, k.tile_n) * batch;
+  const int64_t k_tiles = ceil_div(kdim, k.tile_k);
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  if (!k.stream_k) return p;
+  if (tiles >= sms) {
+    const int64_t last = tiles % sms;
+    const bool ragged = last != 0 && last * 10 < sms * 6;
+    if (tiles < 2 * sms && ragged && k_tiles >= 4) p.decomposition = Decomposition::kStreamK;
+    return p;
+  }
+  if (k_tiles >= 8) {
+    int64_t splits = sms / tiles;
+    if (splits > k_tiles / 4) splits = k_tiles / 4;
+    if (splits > 16) splits = 16;
+    if (splits >= 2) {
+      p.decomposition = Decomposition::kSplitK;
+      p.splits = static_cast<int32_t>(splits);
+    } else {
+      p.decomposition = Decomposition::kStreamK;
+    }
+  }
+  return p;
+}
+
+}  // namespace deepwell::matmul::sm90

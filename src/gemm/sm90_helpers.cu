@@ -1,0 +1,144 @@
+// Small memory-bound kernels that let the few compiled GEMM instances serve every layout:
+//  - a batched 2-D transpose (1-, 2- or 4-byte elements) that makes an M- or N-major operand
+//    K-major in the workspace, for the layouts without a kernel instance of their own (and puts
+//    fp8 block scales in the layout the block-scaled kernels read);
+//  - an in-place strided add D += R, for the rare call with both 'c' and a distinct 'residual'.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "gemm/sm90_helpers.hpp"
+
+namespace deepwell::matmul::sm90 {
+namespace {
+
+constexpr int kTile = 64;
+constexpr int kRowsPerPass = 8;  // blockDim = (64, 8)
+
+// dst(b, c, r) = src(b, r, c) for a (rows, cols) source with strides (src_rs, src_cs); dst is
+// (cols, rows) with row stride dst_ld and unit column stride.
+template <class T>
+__global__ void transpose_kernel(const T* __restrict__ src, T* __restrict__ dst, int64_t rows,
+                                 int64_t cols, int64_t src_rs, int64_t src_cs, int64_t src_bs,
+                                 int64_t dst_ld, int64_t dst_bs) {
+  __shared__ T tile[kTile][kTile + 1];
+  const int64_t b = blockIdx.z;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile;
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  src += b * src_bs;
+  dst += b * dst_bs;
+  // Read along whichever source dimension is contiguous so that the loads coalesce.
+  const bool cols_contiguous = src_cs == 1;
+  for (int i = threadIdx.y; i < kTile; i += kRowsPerPass) {
+    const int j = threadIdx.x;
+    const int64_t r = cols_contiguous ? r0 + i : r0 + j;
+    const int64_t c = cols_contiguous ? c0 + j : c0 + i;
+    if (r < rows && c < cols) {
+      const T v = src[r * src_rs + c * src_cs];
+      if (cols_contiguous) tile[i][j] = v; else tile[j][i] = v;
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < kTile; i += kRowsPerPass) {
+    const int64_t c = c0 + i;  // row of dst
+    const int64_t r = r0 + threadIdx.x;
+    if (r < rows && c < cols) dst[c * dst_ld + r] = tile[threadIdx.x][i];
+  }
+}
+
+template <class T>
+__device__ __forceinline__ float to_f(T v) { return static_cast<float>(v); }
+template <>
+__device__ __forceinline__ float to_f<float>(float v) { return v; }
+
+template <class T>
+__global__ void add_kernel(T* __restrict__ d, const T* __restrict__ r, int64_t rows, int64_t cols,
+                           int64_t d_rs, int64_t d_cs, int64_t d_bs, int64_t r_rs, int64_t r_cs,
+                           int64_t r_bs) {
+  const int64_t b = blockIdx.z;
+  const int64_t row = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y;
+  if (row >= rows) return;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < cols;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    T* pd = d + b * d_bs + row * d_rs + c * d_cs;
+    const float v = to_f(*pd) + to_f(r[b * r_bs + row * r_rs + c * r_cs]);
+    *pd = static_cast<T>(v);
+  }
+}
+
+}  // namespace
+
+Status transpose(const Transpose& t, void* stream) {
+  const dim3 block(kTile, kRowsPerPass);
+  const dim3 grid(static_cast<unsigned>((t.cols + kTile - 1) / kTile),
+                  static_cast<unsigned>((t.rows + kTile - 1) / kTile),
+                  static_cast<unsigned>(t.batch));
+  if (grid.y > 65535u || grid.z > 65535u) {
+    return Status(StatusCode::kNotSupported, "gemm: operand too large for the layout transpose");
+  }
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  switch (t.elem_bytes) {
+    case 1:
+      transpose_kernel<uint8_t><<<grid, block, 0, s>>>(
+          static_cast<const uint8_t*>(t.src), static_cast<uint8_t*>(t.dst), t.rows, t.cols,
+          t.src_row_stride, t.src_col_stride, t.src_batch_stride, t.dst_ld, t.dst_batch_stride);
+      break;
+    case 2:
+      transpose_kernel<uint16_t><<<grid, block, 0, s>>>(
+          static_cast<const uint16_t*>(t.src), static_cast<uint16_t*>(t.dst), t.rows, t.cols,
+          t.src_row_stride, t.src_col_stride, t.src_batch_stride, t.dst_ld, t.dst_batch_stride);
+      break;
+    case 4:
+      transpose_kernel<uint32_t><<<grid, block, 0, s>>>(
+          static_cast<const uint32_t*>(t.src), static_cast<uint32_t*>(t.dst), t.rows, t.cols,
+          t.src_row_stride, t.src_col_stride, t.src_batch_stride, t.dst_ld, t.dst_batch_stride);
+      break;
+    default:
+      return Status(StatusCode::kInternal, "gemm: transpose of an unexpected element size");
+  }
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) {
+    return Status(StatusCode::kCudaError, std::string("gemm: transpose launch failed: ") +
+                                              cudaGetErrorString(err));
+  }
+  return Status::Ok();
+}
+
+Status add_inplace(const AddInPlace& a, void* stream) {
+  const dim3 block(128, 4);
+  const unsigned gx = static_cast<unsigned>(std::min<int64_t>((a.cols + 127) / 128, 64));
+  const dim3 grid(gx, static_cast<unsigned>((a.rows + 3) / 4), static_cast<unsigned>(a.batch));
+  if (grid.y > 65535u || grid.z > 65535u) {
+    return Status(StatusCode::kNotSupported, "gemm: output too large for the residual pass");
+  }
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  switch (a.dtype) {
+    case DType::kF32:
+      add_kernel<float><<<grid, block, 0, s>>>(static_cast<float*>(a.d),
+                                               static_cast<const float*>(a.r), a.rows, a.cols,
+                                               a.d_rs, a.d_cs, a.d_bs, a.r_rs, a.r_cs, a.r_bs);
+      break;
+    case DType::kF16:
+      add_kernel<__half><<<grid, block, 0, s>>>(static_cast<__half*>(a.d),
+                                                static_cast<const __half*>(a.r), a.rows, a.cols,
+                                                a.d_rs, a.d_cs, a.d_bs, a.r_rs, a.r_cs, a.r_bs);
+      break;
+    case DType::kBF16:
+      add_kernel<__nv_bfloat16><<<grid, block, 0, s>>>(
+          static_cast<__nv_bfloat16*>(a.d), static_cast<const __nv_bfloat16*>(a.r), a.rows,
+          a.cols, a.d_rs, a.d_cs, a.d_bs, a.r_rs, a.r_cs, a.r_bs);
+      break;
+    default:
+      return Status(StatusCode::kInternal, "gemm: residual pass for an unexpected dtype");
+  }
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) {
+    return Status(StatusCode::kCudaError, std::string("gemm: residual pass launch failed: ") +
+                                              cudaGetErrorString(err));
+  }
+  return Status::Ok();
+}
+
+}  // namespace deepwell::matmul::sm90
