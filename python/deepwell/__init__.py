@@ -4,7 +4,7 @@ Ops accept torch tensors (CPU or CUDA), numpy arrays and other DLPack tensors. C
 on the library's reference backend; CUDA tensors on the sm_90a kernels.
 """
 from . import _C
-from .ops import attention, attention_backward, gemm
+from .ops import attention, attention_backward, gemm, gemm_fp8
 from .quant import dequantize, quantize, swizzle_scales, unswizzle_scales
 
 __version__ = _C.version()
@@ -15,5 +15,5 @@ def built_with_cuda() -> bool:
     return _C.built_with_cuda()
 
 
-__all__ = ["attention", "attention_backward", "gemm", "built_with_cuda", "__version__",
+__all__ = ["attention", "attention_backward", "gemm", "gemm_fp8", "built_with_cuda", "__version__",
            "quantize", "dequantize", "swizzle_scales", "unswizzle_scales"]

@@ -165,9 +165,77 @@ def gemm(a, b, *, bias=None, c=None, alpha: float = 1.0, beta: float = 0.0,
         shape = _gemm_out_shape(a, b)
         code = None if out_dtype is None else _dtype_code(out_dtype)
         out = T.empty(a, shape if shape is not None else (0, 0), code)
-    _native().gemm(T.describe(a, "a"), T.describe(b, "b"), T.describe(out, "out"),
-                   T.describe(c, "c"), T.describe(bias, "bias"), T.describe(residual, "residual"),
-                   float(alpha), float(beta), _ACTIVATIONS[activation], T.stream_of(a))
+    args = (T.describe(a, "a"), T.describe(b, "b"), T.describe(out, "out"), T.describe(c, "c"),
+            T.describe(bias, "bias"), T.describe(residual, "residual"), float(alpha),
+            float(beta), _ACTIVATIONS[activation])
+    native = _native()
+    native.gemm(*args, T.stream_of(a), _workspace(a, native.gemm_workspace_size, args))
+    return out
+
+
+def _workspace(like, size_fn, args):
+    """Scratch memory for a CUDA GEMM call (split-K partials, transposed operand copies), from the
+    caller's caching allocator on the current stream; None for CPU tensors or when none is needed."""
+    if not (T.is_torch(like) and like.is_cuda):
+        return None
+    size = size_fn(*args)
+    if size == 0:
+        return None
+    import torch
+
+    return T.describe(torch.empty(size, dtype=torch.uint8, device=like.device), "workspace")
+
+
+_FP8_SCALING = {"tensor": 0, "row": 1, "block": 2, "mx": 3}
+
+
+def _scale_descriptor(scale, name: str, granularity: str):
+    """MX scales may come as uint8 or float8_e8m0fnu; both are read as ue8m0."""
+    d = T.describe(scale, name)
+    if granularity == "mx" and d is not None and d[1] == T.U8:
+        d = (d[0], T.UE8M0) + tuple(d[2:])
+    return d
+
+
+def gemm_fp8(a, b, scale_a, scale_b, *, granularity: str = "tensor", bias=None, c=None,
+             alpha: float = 1.0, beta: float = 0.0, activation: str = "none", residual=None,
+             out_dtype=None, out=None):
+    """D = act(alpha * (scale_a . A) @ (scale_b . B) + beta * c + bias) + residual, fp32 accumulation.
+
+    a: fp8 (torch.float8_e4m3fn or float8_e5m2) (M, K) or (batch, M, K); b: fp8 (K, N) or
+    (batch, K, N). On CUDA both must have unit stride along K (b = w.t() of a row-major w (N, K),
+    as torch._scaled_mm wants it); the compiled kernels are e4m3 x e4m3 and e4m3 x e5m2.
+    granularity and scale shapes (fp32 unless noted; shared by every batch):
+      "tensor": scale_a (1), scale_b (1)
+      "row":    scale_a (M) or (M, 1), scale_b (N) or (1, N)
+      "block":  scale_a (M, ceil(K/128)) per 1x128 block, scale_b (ceil(N/128), ceil(K/128)) per
+                128x128 block (any strides; on CUDA scale_a is read M-major and scale_b K-major,
+                other layouts are copied in the workspace first)
+      "mx":     ue8m0 (float8_e8m0fnu or uint8) scale_a (M, ceil(K/32)), scale_b (N, ceil(K/32));
+                CPU only in this version
+    out_dtype: bfloat16 (default), float16 or float32 (CUDA: bfloat16); bias, c and residual have
+    the output dtype on CUDA.
+    """
+    if granularity not in _FP8_SCALING:
+        raise ValueError(f"argument 'granularity': expected one of {sorted(_FP8_SCALING)}, "
+                         f"got {granularity!r}")
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"argument 'activation': expected one of {sorted(_ACTIVATIONS)}, "
+                         f"got {activation!r}")
+    for name, val in (("alpha", alpha), ("beta", beta)):
+        if isinstance(val, bool) or not isinstance(val, (int, float)):
+            raise TypeError(f"argument '{name}': expected a float, got {type(val).__name__}")
+    if out is None:
+        shape = _gemm_out_shape(a, b)
+        code = T.BF16 if out_dtype is None else _dtype_code(out_dtype)
+        out = T.empty(a, shape if shape is not None else (0, 0), code)
+    args = (T.describe(a, "a"), T.describe(b, "b"),
+            _scale_descriptor(scale_a, "scale_a", granularity),
+            _scale_descriptor(scale_b, "scale_b", granularity), _FP8_SCALING[granularity],
+            T.describe(out, "out"), T.describe(c, "c"), T.describe(bias, "bias"),
+            T.describe(residual, "residual"), float(alpha), float(beta), _ACTIVATIONS[activation])
+    native = _native()
+    native.gemm_fp8(*args, T.stream_of(a), _workspace(a, native.gemm_fp8_workspace_size, args))
     return out
 
 

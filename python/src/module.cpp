@@ -160,21 +160,89 @@ void attention_backward(nb::handle q, nb::handle k, nb::handle v, nb::handle out
   check(run(cpu, [&] { return deepwell::attention_backward(a, context(stream)); }));
 }
 
-void gemm(nb::handle a_, nb::handle b_, nb::handle d_, nb::handle c_, nb::handle bias_,
-          nb::handle residual_, float alpha, float beta, int32_t activation, uintptr_t stream) {
+// A uint8 workspace tensor (or None) joins the stream in the Context.
+deepwell::Context context(uintptr_t stream, nb::handle workspace) {
+  deepwell::Context ctx = context(stream);
+  if (!workspace.is_none()) {
+    const TensorView w = parse(workspace, "workspace");
+    ctx.workspace = w.data;
+    ctx.workspace_size = static_cast<size_t>(w.numel()) * deepwell::dtype_bits(w.dtype) / 8;
+  }
+  return ctx;
+}
+
+struct GemmViews {
   deepwell::GemmArgs g;
-  g.a = parse(a_, "a");
-  g.b = parse(b_, "b");
-  g.d = parse(d_, "d");
-  Opt oc(c_, "c"), ob(bias_, "bias"), orr(residual_, "residual");
-  g.c = oc.get();
-  g.bias = ob.get();
-  g.residual = orr.get();
-  g.alpha = alpha;
-  g.beta = beta;
-  g.activation = static_cast<deepwell::Activation>(activation);
-  const bool cpu = g.a.device.type == deepwell::DeviceType::kCPU;
-  check(run(cpu, [&] { return deepwell::gemm(g, context(stream)); }));
+  Opt c, bias, residual;
+  GemmViews(nb::handle a_, nb::handle b_, nb::handle d_, nb::handle c_, nb::handle bias_,
+            nb::handle residual_, float alpha, float beta, int32_t activation)
+      : c(c_, "c"), bias(bias_, "bias"), residual(residual_, "residual") {
+    g.a = parse(a_, "a");
+    g.b = parse(b_, "b");
+    g.d = parse(d_, "d");
+    g.c = c.get();
+    g.bias = bias.get();
+    g.residual = residual.get();
+    g.alpha = alpha;
+    g.beta = beta;
+    g.activation = static_cast<deepwell::Activation>(activation);
+  }
+};
+
+void gemm(nb::handle a_, nb::handle b_, nb::handle d_, nb::handle c_, nb::handle bias_,
+          nb::handle residual_, float alpha, float beta, int32_t activation, uintptr_t stream,
+          nb::handle workspace) {
+  GemmViews v(a_, b_, d_, c_, bias_, residual_, alpha, beta, activation);
+  const bool cpu = v.g.a.device.type == deepwell::DeviceType::kCPU;
+  check(run(cpu, [&] { return deepwell::gemm(v.g, context(stream, workspace)); }));
+}
+
+size_t gemm_workspace_size(nb::handle a_, nb::handle b_, nb::handle d_, nb::handle c_,
+                           nb::handle bias_, nb::handle residual_, float alpha, float beta,
+                           int32_t activation) {
+  GemmViews v(a_, b_, d_, c_, bias_, residual_, alpha, beta, activation);
+  size_t bytes = 0;
+  check(deepwell::gemm_workspace_size(v.g, &bytes));
+  return bytes;
+}
+
+struct GemmFp8Views {
+  deepwell::GemmFp8Args g;
+  Opt c, bias, residual;
+  GemmFp8Views(nb::handle a_, nb::handle b_, nb::handle sa, nb::handle sb, int32_t scaling,
+               nb::handle d_, nb::handle c_, nb::handle bias_, nb::handle residual_, float alpha,
+               float beta, int32_t activation)
+      : c(c_, "c"), bias(bias_, "bias"), residual(residual_, "residual") {
+    g.a = parse(a_, "a");
+    g.b = parse(b_, "b");
+    g.scale_a = parse(sa, "scale_a");
+    g.scale_b = parse(sb, "scale_b");
+    g.scaling = static_cast<deepwell::Fp8Scaling>(scaling);
+    g.d = parse(d_, "d");
+    g.c = c.get();
+    g.bias = bias.get();
+    g.residual = residual.get();
+    g.alpha = alpha;
+    g.beta = beta;
+    g.activation = static_cast<deepwell::Activation>(activation);
+  }
+};
+
+void gemm_fp8(nb::handle a_, nb::handle b_, nb::handle sa, nb::handle sb, int32_t scaling,
+              nb::handle d_, nb::handle c_, nb::handle bias_, nb::handle residual_, float alpha,
+              float beta, int32_t activation, uintptr_t stream, nb::handle workspace) {
+  GemmFp8Views v(a_, b_, sa, sb, scaling, d_, c_, bias_, residual_, alpha, beta, activation);
+  const bool cpu = v.g.a.device.type == deepwell::DeviceType::kCPU;
+  check(run(cpu, [&] { return deepwell::gemm_fp8(v.g, context(stream, workspace)); }));
+}
+
+size_t gemm_fp8_workspace_size(nb::handle a_, nb::handle b_, nb::handle sa, nb::handle sb,
+                               int32_t scaling, nb::handle d_, nb::handle c_, nb::handle bias_,
+                               nb::handle residual_, float alpha, float beta, int32_t activation) {
+  GemmFp8Views v(a_, b_, sa, sb, scaling, d_, c_, bias_, residual_, alpha, beta, activation);
+  size_t bytes = 0;
+  check(deepwell::gemm_fp8_workspace_size(v.g, &bytes));
+  return bytes;
 }
 
 // ---- quantization (python/deepwell/quant.py allocates the outputs and builds the descriptors)
@@ -289,7 +357,17 @@ NB_MODULE(_C, m) {
         "max_seqlen_k"_a, "bias"_a.none(), "scale"_a, "causal"_a, "window_left"_a,
         "window_right"_a, "stream"_a);
   m.def("gemm", &gemm, "a"_a.none(), "b"_a.none(), "d"_a.none(), "c"_a.none(), "bias"_a.none(),
-        "residual"_a.none(), "alpha"_a, "beta"_a, "activation"_a, "stream"_a);
+        "residual"_a.none(), "alpha"_a, "beta"_a, "activation"_a, "stream"_a,
+        "workspace"_a.none() = nb::none());
+  m.def("gemm_workspace_size", &gemm_workspace_size, "a"_a.none(), "b"_a.none(), "d"_a.none(),
+        "c"_a.none(), "bias"_a.none(), "residual"_a.none(), "alpha"_a, "beta"_a, "activation"_a);
+  m.def("gemm_fp8", &gemm_fp8, "a"_a.none(), "b"_a.none(), "scale_a"_a.none(),
+        "scale_b"_a.none(), "scaling"_a, "d"_a.none(), "c"_a.none(), "bias"_a.none(),
+        "residual"_a.none(), "alpha"_a, "beta"_a, "activation"_a, "stream"_a,
+        "workspace"_a.none() = nb::none());
+  m.def("gemm_fp8_workspace_size", &gemm_fp8_workspace_size, "a"_a.none(), "b"_a.none(),
+        "scale_a"_a.none(), "scale_b"_a.none(), "scaling"_a, "d"_a.none(), "c"_a.none(),
+        "bias"_a.none(), "residual"_a.none(), "alpha"_a, "beta"_a, "activation"_a);
   m.def("quantize", &quantize, "x"_a.none(), "data"_a.none(), "scales"_a.none(),
         "tensor_scale"_a.none(), "data_t"_a.none(), "scales_t"_a.none(), "format"_a, "rule"_a,
         "pow2_scales"_a, "swizzle"_a, "stream"_a);

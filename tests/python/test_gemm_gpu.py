@@ -1,0 +1,368 @@
+"""GPU correctness of deepwell.gemm and deepwell.gemm_fp8 on the sm_90a kernels.
+
+Every test needs an sm_90 GPU and a build with the CUDA kernels; elsewhere the whole module is
+skipped. References: float64 torch matmuls on the decoded operands (and, on small problems, the
+library's own CPU reference). Outputs are poisoned with NaN before each call, so an unwritten
+element fails the comparison.
+"""
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import deepwell  # noqa: E402
+
+
+def _sm90() -> bool:
+    return torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not _sm90() or not deepwell.built_with_cuda(),
+                       reason="needs an sm_90 GPU and a build with the CUDA kernels"),
+]
+
+DEV = "cuda"
+ACTS = {
+    "none": lambda x: x,
+    "relu": torch.relu,
+    "gelu": lambda x: torch.nn.functional.gelu(x),
+    "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    "silu": torch.nn.functional.silu,
+}
+
+
+def rel_l2(got, ref) -> float:
+    got, ref = got.double(), ref.double()
+    assert torch.isfinite(got).all(), "non-finite output (an element left unwritten?)"
+    return ((got - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+def padded(shape, dtype, *, col_major=False, align_bytes=16, fill=None, gen=None):
+    """A (..., rows, cols) tensor whose leading dimension is padded to `align_bytes`: row-major
+    (unit stride along cols) or column-major (unit stride along rows)."""
+    *batch, rows, cols = shape
+    elem = torch.empty((), dtype=dtype).element_size()
+    align = align_bytes // elem
+    inner, outer = (rows, cols) if col_major else (cols, rows)
+    ld = -(-inner // align) * align
+    base = torch.empty(*batch, outer, ld, dtype=dtype, device=DEV)
+    if fill is not None:
+        base.fill_(fill)
+    view = base[..., :inner]
+    return view.transpose(-1, -2) if col_major else view
+
+
+def randn(shape, dtype, *, col_major=False, scale=1.0):
+    t = padded(shape, dtype, col_major=col_major)
+    t.copy_(torch.randn(shape, device=DEV) * scale)
+    return t
+
+
+def nan_out(shape, dtype, col_major=False):
+    return padded(shape, dtype, col_major=col_major, fill=float("nan"))
+
+
+def reference(a, b, *, bias=None, c=None, alpha=1.0, beta=0.0, activation="none",
+              residual=None):
+    acc = alpha * torch.matmul(a.double(), b.double())
+    if c is not None and beta != 0:
+        acc = acc + beta * c.double()
+    if bias is not None:
+        acc = acc + bias.double()
+    acc = ACTS[activation](acc)
+    if residual is not None:
+        acc = acc + residual.double()
+    return acc
+
+
+def tol(out_dtype):
+    return {torch.float32: 1e-3, torch.float16: 5e-3, torch.bfloat16: 1e-2}[out_dtype]
+
+
+# ------------------------------------------------------------------------------------------ 16-bit
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_large_k(dtype):
+    a = randn((256, 8192), dtype)
+    b = randn((8192, 384), dtype)
+    out = nan_out((256, 384), dtype)
+    deepwell.gemm(a, b, out=out)
+    assert rel_l2(out, reference(a, b)) <= 1e-2
+
+
+@pytest.mark.parametrize("b_layout", ["row", "col"])
+def test_against_torch_and_cpu_reference(b_layout):
+    a = randn((200, 136), torch.bfloat16)
+    b = randn((136, 72), torch.bfloat16, col_major=b_layout == "col")
+    out = nan_out((200, 72), torch.bfloat16)
+    deepwell.gemm(a, b, out=out)
+    cpu = deepwell.gemm(a.cpu(), b.cpu())
+    assert rel_l2(out, torch.matmul(a, b)) <= 1e-2
+    assert rel_l2(out.cpu(), cpu) <= 1e-2
+
+
+@pytest.mark.parametrize("m", [1, 7, 1000, 4097])
+@pytest.mark.parametrize("n", [1, 7, 1000, 4097])
+def test_odd_shapes(m, n):
+    k = 264
+    a = randn((m, k), torch.bfloat16)
+    b = randn((k, n), torch.bfloat16)
+    out = nan_out((m, n), torch.bfloat16)
+    deepwell.gemm(a, b, out=out)
+    assert rel_l2(out, reference(a, b)) <= 1e-2
+
+
+@pytest.mark.parametrize("k", [1, 7, 100, 1000])
+def test_odd_k_with_padded_rows(k):
+    a = randn((96, k), torch.bfloat16)
+    b = randn((k, 80), torch.bfloat16, col_major=True)
+    out = nan_out((96, 80), torch.bfloat16)
+    deepwell.gemm(a, b, out=out)
+    assert rel_l2(out, reference(a, b)) <= 1e-2
+
+
+@pytest.mark.parametrize("activation", list(ACTS))
+@pytest.mark.parametrize("with_bias", [False, True])
+@pytest.mark.parametrize("with_c", [False, True])
+@pytest.mark.parametrize("with_residual", [False, True])
+def test_epilogues(activation, with_bias, with_c, with_residual):
+    m, n, k = 300, 264, 520
+    a = randn((m, k), torch.bfloat16)
+    b = randn((k, n), torch.bfloat16)
+    bias = randn((1, n), torch.bfloat16)[0] if with_bias else None
+    c = randn((m, n), torch.bfloat16) if with_c else None
+    residual = randn((m, n), torch.bfloat16) if with_residual else None
+    out = nan_out((m, n), torch.bfloat16)
+    alpha, beta = 0.75, (-0.5 if with_c else 0.0)
+    deepwell.gemm(a, b, bias=bias, c=c, alpha=alpha, beta=beta, activation=activation,
+                  residual=residual, out=out)
+    ref = reference(a, b, bias=bias, c=c, alpha=alpha, beta=beta, activation=activation,
+                    residual=residual)
+    assert rel_l2(out, ref) <= 1e-2
+
+
+def test_residual_and_distinct_c():
+    m, n, k = 128, 136, 256
+    a, b = randn((m, k), torch.bfloat16), randn((k, n), torch.bfloat16)
+    c, r = randn((m, n), torch.bfloat16), randn((m, n), torch.bfloat16)
+    out = nan_out((m, n), torch.bfloat16)
+    deepwell.gemm(a, b, c=c, beta=1.0, residual=r, activation="gelu", out=out)
+    assert rel_l2(out, reference(a, b, c=c, beta=1.0, residual=r, activation="gelu")) <= 1e-2
+
+
+def test_in_place_residual():
+    m, n, k = 256, 512, 384
+    a, b = randn((m, k), torch.bfloat16), randn((k, n), torch.bfloat16)
+    x = randn((m, n), torch.bfloat16)
+    ref = reference(a, b, residual=x, activation="silu")
+    deepwell.gemm(a, b, residual=x, activation="silu", out=x)
+    assert rel_l2(x, ref) <= 1e-2
+
+
+@pytest.mark.parametrize("a_col", [False, True])
+@pytest.mark.parametrize("b_col", [False, True])
+@pytest.mark.parametrize("d_col", [False, True])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_layouts(a_col, b_col, d_col, dtype):
+    m, n, k = 264, 200, 328
+    a = randn((m, k), dtype, col_major=a_col)
+    b = randn((k, n), dtype, col_major=b_col)
+    bias = randn((1, n), dtype)[0]
+    out = nan_out((m, n), dtype, col_major=d_col)
+    deepwell.gemm(a, b, bias=bias, activation="relu", out=out)
+    assert rel_l2(out, reference(a, b, bias=bias, activation="relu")) <= 1e-2
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_f32_output(dtype):
+    a, b = randn((130, 264), dtype), randn((264, 520), dtype, col_major=True)
+    bias = randn((1, 520), torch.float32)[0]
+    out = nan_out((130, 520), torch.float32)
+    deepwell.gemm(a, b, bias=bias, activation="gelu_tanh", out=out)
+    assert rel_l2(out, reference(a, b, bias=bias, activation="gelu_tanh")) <= 1e-3
+
+
+@pytest.mark.parametrize("case", ["batched", "broadcast_b", "broadcast_a", "folded"])
+def test_batched(case):
+    batch, m, n, k = 3, 136, 72, 200
+    a = randn((batch, m, k), torch.bfloat16)
+    b = randn((batch, k, n), torch.bfloat16)
+    if case in ("broadcast_b", "folded"):
+        b = randn((k, n), torch.bfloat16)
+        b = b.unsqueeze(0).expand(batch, k, n) if case == "broadcast_b" else b
+    if case == "broadcast_a":
+        a = randn((m, k), torch.bfloat16).unsqueeze(0).expand(batch, m, k)
+    out = torch.full((batch, m, n), float("nan"), dtype=torch.bfloat16, device=DEV)
+    bias = randn((1, n), torch.bfloat16)[0]
+    res = randn((batch, m, n), torch.bfloat16)
+    deepwell.gemm(a, b, bias=bias, residual=res, out=out)
+    assert rel_l2(out, reference(a, b, bias=bias, residual=res)) <= 1e-2
+
+
+@pytest.mark.parametrize("m,n,k", [(128, 4096, 4096), (128, 1024, 14336), (64, 256, 8192),
+                                   (2, 6144, 4096)])
+def test_small_outputs_split_k(m, n, k):
+    """Few output tiles and a long K: split-K / stream-K with the workspace."""
+    a, b = randn((m, k), torch.bfloat16), randn((n, k), torch.bfloat16).t()
+    out = nan_out((m, n), torch.bfloat16)
+    deepwell.gemm(a, b, out=out)
+    assert rel_l2(out, reference(a, b)) <= 1e-2
+
+
+def test_linear_like_call_allocates_output():
+    x = torch.randn(4, 33, 256, device=DEV, dtype=torch.bfloat16)
+    w = torch.randn(512, 256, device=DEV, dtype=torch.bfloat16)
+    bias = torch.randn(512, device=DEV, dtype=torch.bfloat16)
+    y = deepwell.gemm(x, w.t(), bias=bias, activation="gelu")
+    assert y.shape == (4, 33, 512) and y.dtype == torch.bfloat16
+    ref = torch.nn.functional.gelu(x.double() @ w.double().t() + bias.double())
+    assert rel_l2(y, ref) <= 1e-2
+
+
+def test_cuda_argument_errors():
+    a = torch.randn(64, 12, device=DEV, dtype=torch.bfloat16)  # 24-byte rows
+    b = torch.randn(12, 64, device=DEV, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="argument 'a'.*multiple of 8"):
+        deepwell.gemm(a, b)
+    a = torch.randn(64, 64, device=DEV, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="argument 'b'.*16-byte aligned"):
+        deepwell.gemm(a, torch.randn(64 * 64 + 1, device=DEV, dtype=torch.bfloat16)[1:].view(64, 64))
+    with pytest.raises(NotImplementedError, match="argument 'a'"):
+        deepwell.gemm(a.float(), a.float())
+    with pytest.raises(NotImplementedError, match="argument 'bias'"):
+        deepwell.gemm(a, a, bias=torch.zeros(64, device=DEV))
+
+
+# --------------------------------------------------------------------------------------------- fp8
+
+E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
+
+
+def fp8(shape, dtype, *, k_major_b=False):
+    """Random fp8 data; for B (K, N) with k_major_b, a K-major view (w.t() of a row-major w)."""
+    if k_major_b:
+        k, n = shape
+        w = padded((n, k), dtype)
+        w.copy_(torch.randn(n, k, device=DEV).to(dtype))
+        return w.t()
+    t = padded(shape, dtype)
+    t.copy_(torch.randn(shape, device=DEV).to(dtype))
+    return t
+
+
+def scales_for(granularity, m, n, k):
+    kb = -(-k // 128)
+    if granularity == "tensor":
+        return (torch.rand(1, device=DEV) + 0.5, torch.rand(1, device=DEV) + 0.5)
+    if granularity == "row":
+        return (torch.rand(m, device=DEV) + 0.5, torch.rand(n, device=DEV) + 0.5)
+    return (torch.rand(m, kb, device=DEV) + 0.5, torch.rand(-(-n // 128), kb, device=DEV) + 0.5)
+
+
+def decoded(a, b, sa, sb, granularity):
+    af, bf = a.double(), b.double()
+    m, k = af.shape[-2:]
+    n = bf.shape[-1]
+    if granularity == "tensor":
+        return af * sa.double(), bf * sb.double()
+    if granularity == "row":
+        return af * sa.double()[:, None], bf * sb.double()[None, :]
+    kk = torch.arange(k, device=DEV) // 128
+    sa_full = sa.double()[:, kk]                                         # (M, K)
+    sb_full = sb.double()[torch.arange(n, device=DEV) // 128][:, kk].t()  # (K, N)
+    return af * sa_full, bf * sb_full
+
+
+@pytest.mark.parametrize("granularity", ["tensor", "row", "block"])
+@pytest.mark.parametrize("b_dtype", [E4M3, E5M2])
+@pytest.mark.parametrize("m,n,k", [(256, 384, 8192), (7, 1000, 304), (4097, 136, 512),
+                                   (1, 7, 1024)])
+def test_fp8(granularity, b_dtype, m, n, k):
+    if granularity == "block" and b_dtype == E5M2:
+        a = fp8((m, k), E4M3)
+        b = fp8((k, n), b_dtype, k_major_b=True)
+        sa, sb = scales_for(granularity, m, n, k)
+        with pytest.raises(NotImplementedError, match="argument 'b'"):
+            deepwell.gemm_fp8(a, b, sa, sb, granularity=granularity)
+        return
+    a = fp8((m, k), E4M3)
+    b = fp8((k, n), b_dtype, k_major_b=True)
+    sa, sb = scales_for(granularity, m, n, k)
+    out = nan_out((m, n), torch.bfloat16)
+    deepwell.gemm_fp8(a, b, sa, sb, granularity=granularity, out=out)
+    ad, bd = decoded(a, b, sa, sb, granularity)
+    assert rel_l2(out, ad @ bd) <= 1e-2
+
+
+@pytest.mark.parametrize("granularity", ["tensor", "row", "block"])
+def test_fp8_matches_cpu_fallback(granularity):
+    m, n, k = 72, 264, 400
+    a = fp8((m, k), E4M3)
+    b = fp8((k, n), E4M3, k_major_b=True)
+    sa, sb = scales_for(granularity, m, n, k)
+    bias = torch.randn(n, device=DEV, dtype=torch.bfloat16)
+    out = nan_out((m, n), torch.bfloat16)
+    deepwell.gemm_fp8(a, b, sa, sb, granularity=granularity, bias=bias, activation="gelu",
+                      out=out)
+    cpu = deepwell.gemm_fp8(a.cpu(), b.cpu(), sa.cpu(), sb.cpu(), granularity=granularity,
+                            bias=bias.cpu(), activation="gelu")
+    assert rel_l2(out.cpu(), cpu) <= 1e-2
+
+
+@pytest.mark.parametrize("activation", list(ACTS))
+def test_fp8_epilogues(activation):
+    m, n, k = 200, 136, 384
+    a, b = fp8((m, k), E4M3), fp8((k, n), E4M3, k_major_b=True)
+    sa, sb = scales_for("row", m, n, k)
+    bias = randn((1, n), torch.bfloat16)[0]
+    c, r = randn((m, n), torch.bfloat16), randn((m, n), torch.bfloat16)
+    out = nan_out((m, n), torch.bfloat16)
+    deepwell.gemm_fp8(a, b, sa, sb, granularity="row", bias=bias, c=c, alpha=0.5, beta=2.0,
+                      activation=activation, residual=r, out=out)
+    ad, bd = decoded(a, b, sa, sb, "row")
+    ref = reference(ad, bd, bias=bias, c=c, alpha=0.5, beta=2.0, activation=activation,
+                    residual=r)
+    assert rel_l2(out, ref) <= 1e-2
+
+
+def test_fp8_layout_fixups():
+    """Operands and block scales in layouts the kernels do not read directly go through the
+    workspace (N-major B; K-major scale_a; M not a multiple of 4)."""
+    m, n, k = 63, 264, 640
+    a = fp8((m, k), E4M3)
+    b = fp8((k, n), E4M3)  # N-major
+    sa, sb = scales_for("block", m, n, k)
+    out = nan_out((m, n), torch.bfloat16)
+    deepwell.gemm_fp8(a, b, sa, sb, granularity="block", out=out)
+    ad, bd = decoded(a, b, sa, sb, "block")
+    assert rel_l2(out, ad @ bd) <= 1e-2
+
+
+def test_fp8_batched_and_column_major_output():
+    """e5m2 x e4m3 runs as e4m3 x e5m2 when d is column-major (D^T = B^T A^T)."""
+    batch, m, n, k = 2, 136, 200, 256
+    a = torch.randn(batch, m, k, device=DEV).to(E5M2)
+    b = torch.randn(batch, n, k, device=DEV).to(E4M3).transpose(1, 2)
+    sa, sb = scales_for("row", m, n, k)
+    out = torch.full((batch, n, m), float("nan"), device=DEV, dtype=torch.bfloat16)
+    out = out.transpose(1, 2)  # column-major output
+    deepwell.gemm_fp8(a, b, sa, sb, granularity="row", out=out)
+    ad = a.double() * sa.double()[:, None]
+    bd = b.double() * sb.double()[None, :]
+    assert rel_l2(out, ad @ bd) <= 1e-2
+
+
+def test_fp8_unsupported_on_cuda():
+    a, b = fp8((64, 128), E4M3), fp8((128, 64), E4M3, k_major_b=True)
+    sa = torch.full((64, 4), 127, dtype=torch.uint8, device=DEV)
+    sb = torch.full((64, 4), 127, dtype=torch.uint8, device=DEV)
+    with pytest.raises(NotImplementedError, match="argument 'scaling'"):
+        deepwell.gemm_fp8(a, b, sa, sb, granularity="mx")
+    one = torch.ones(1, device=DEV)
+    with pytest.raises(NotImplementedError, match="argument 'd'"):
+        deepwell.gemm_fp8(a, b, one, one, out_dtype=torch.float32)
+    with pytest.raises(NotImplementedError, match="argument 'a'"):
+        deepwell.gemm_fp8(a.to(E5M2), b, one, one)
