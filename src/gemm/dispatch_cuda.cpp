@@ -479,6 +479,14 @@ Status prepare(const Problem& p, const Fp8Problem* f, Call* call) {
       l.batch_a = l.batch_b = l.batch_d = l.batch_s = 0;
     }
   }
+  // A single batch still has a batch mode in the TMA descriptors: give it a non-zero stride that
+  // is a multiple of 16 bytes (never used to address anything), as CUTLASS's packed strides do.
+  if (l.batch == 1) {
+    l.batch_a = l.lda;
+    l.batch_b = l.ldb;
+    l.batch_d = l.ldd;
+    l.batch_s = l.lds;
+  }
   return Status::Ok();
 }
 
