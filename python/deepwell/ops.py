@@ -211,10 +211,11 @@ def gemm_fp8(a, b, scale_a, scale_b, *, granularity: str = "tensor", bias=None, 
       "block":  scale_a (M, ceil(K/128)) per 1x128 block, scale_b (ceil(N/128), ceil(K/128)) per
                 128x128 block (any strides; on CUDA scale_a is read M-major and scale_b K-major,
                 other layouts are copied in the workspace first)
-      "mx":     ue8m0 (float8_e8m0fnu or uint8) scale_a (M, ceil(K/32)), scale_b (N, ceil(K/32));
-                CPU only in this version
-    out_dtype: bfloat16 (default), float16 or float32 (CUDA: bfloat16); bias, c and residual have
-    the output dtype on CUDA.
+      "mx":     ue8m0 (float8_e8m0fnu or uint8) scale_a (M, ceil(K/32)), scale_b (N, ceil(K/32))
+    out_dtype: bfloat16 (default), float16 or float32; bias, c and residual have the output dtype
+    on CUDA. CUDA runs tensor / row / block scaling on the fp8 tensor cores (bfloat16 output), and
+    "mx" and the other "tensor" cases (float32 output, e5m2 first) exactly on the bf16 kernels
+    after decoding both operands to bf16 (bfloat16 or float32 output).
     """
     if granularity not in _FP8_SCALING:
         raise ValueError(f"argument 'granularity': expected one of {sorted(_FP8_SCALING)}, "

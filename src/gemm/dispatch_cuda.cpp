@@ -107,7 +107,9 @@ Status check_layout(std::string_view op, const Mat& x, bool prefer_row, Layout* 
 
 // A transposed copy of an operand in the workspace, made before the GEMM.
 struct Copy {
+  bool decode = false;  // an fp8 -> bf16 decode (`d`) rather than a transpose (`t`)
   sm90::Transpose t;
+  sm90::DecodeFp8 d;
   size_t offset = 0, bytes = 0;
 };
 
@@ -132,14 +134,43 @@ struct Call {
   size_t kernel_workspace = 0;
 };
 
-size_t add_copy(Call* call, const sm90::Transpose& t, int64_t batches) {
-  Copy c;
-  c.t = t;
+size_t add_copy(Call* call, Copy c) {
   c.offset = call->copies_bytes;
-  c.bytes = static_cast<size_t>(batches * t.cols * t.dst_ld * t.elem_bytes);
   call->copies_bytes += round_up(static_cast<int64_t>(c.bytes), kAlign);
   call->copies.push_back(c);
   return call->copies.size() - 1;
+}
+
+size_t add_copy(Call* call, const sm90::Transpose& t, int64_t batches) {
+  Copy c;
+  c.t = t;
+  c.bytes = static_cast<size_t>(batches * t.cols * t.dst_ld * t.elem_bytes);
+  return add_copy(call, c);
+}
+
+// A bf16 K-major copy (rows, ld) of a (rows, k) fp8 kernel operand, MX scales applied when given
+// (`scales` as (rows, ceil(K/32))).
+int decode_copy(Call* call, const Mat& x, const Matrix* scales, int64_t batch) {
+  Copy c;
+  c.decode = true;
+  sm90::DecodeFp8& d = c.d;
+  d.src = x.data;
+  d.e5m2 = x.dtype == DType::kE5M2;
+  d.batch = x.bs == 0 ? 1 : batch;
+  d.rows = x.rows;
+  d.cols = x.cols;
+  d.rs = x.rs;
+  d.cs = x.cs;
+  d.bs = x.bs;
+  if (scales) {
+    d.scales = scales->data;
+    d.s_rs = scales->row_stride;
+    d.s_cs = scales->col_stride;
+  }
+  d.ld = round_up(x.cols, 8);
+  d.dst_bs = x.rows * d.ld;
+  c.bytes = static_cast<size_t>(d.batch * d.dst_bs * 2);
+  return static_cast<int>(add_copy(call, c));
 }
 
 // Makes a (rows, k) kernel operand K-major in the workspace: dst (rows, ld) with ld a multiple of
@@ -194,10 +225,6 @@ Status prepare(const Problem& p, const Fp8Problem* f, Call* call) {
     return arg_error(op, "a", "bf16 or f16 operands on CUDA (f32 GEMMs run on CPU tensors)",
                      std::string(dtype_name(p.a.dtype)), StatusCode::kNotSupported);
   }
-  if (f && f->scaling == Fp8Scaling::kMx) {
-    return arg_error(op, "scaling", "tensor, row or block on CUDA (MXFP8 runs on CPU tensors in "
-                     "this version)", "mx", StatusCode::kNotSupported);
-  }
   if (p.k < 1) {
     return arg_error(op, "a", "K >= 1 on CUDA", "K = 0", StatusCode::kNotSupported);
   }
@@ -226,7 +253,42 @@ Status prepare(const Problem& p, const Fp8Problem* f, Call* call) {
 
   // ---- types and scaling
   call->out = p.d.dtype;
-  if (f) {
+  // fp8 calls without a native kernel run on the bf16 kernels: MXFP8 always (no sm_90 main loop
+  // promotes every 32 of K), tensor scaling for other outputs or e5m2 first operands. Both
+  // operands are decoded to bf16 in the workspace (exact: an fp8 mantissa, times a power of two,
+  // fits bf16), the tensor scales go to the epilogue's alpha, and the products accumulate in fp32.
+  bool emulate = false;
+  if (f && f->scaling == Fp8Scaling::kMx) emulate = true;
+  if (f && f->scaling == Fp8Scaling::kTensor) {
+    bool native = false;
+    for (const KernelSpec& k : sm90::kKernels) {
+      native |= A.dtype == DType::kE4M3 && k.operands == operands_of(A.dtype, B.dtype) &&
+                k.scaling == Scaling::kTensorRow && k.out == p.d.dtype;
+    }
+    emulate = !native;
+  }
+  if (emulate) {
+    const bool mx = f->scaling == Fp8Scaling::kMx;
+    // A' rows come from a (no swap) or b; each operand keeps its own scales.
+    const Matrix* sa = mx ? (swap ? &f->scale_b : &f->scale_a) : nullptr;
+    const Matrix* sb = mx ? (swap ? &f->scale_a : &f->scale_b) : nullptr;
+    call->a_copy = decode_copy(call, A, sa, p.batch);
+    call->b_copy = decode_copy(call, B, sb, p.batch);
+    const sm90::DecodeFp8& da = call->copies[call->a_copy].d;
+    const sm90::DecodeFp8& db = call->copies[call->b_copy].d;
+    A.dtype = B.dtype = DType::kBF16;
+    A.data = B.data = nullptr;  // set to the copies at run time
+    A.rs = da.ld, A.cs = 1, A.bs = da.batch > 1 ? da.dst_bs : 0;
+    B.rs = db.ld, B.cs = 1, B.bs = db.batch > 1 ? db.dst_bs : 0;
+    if (!mx) {
+      l.scale_a_tensor = static_cast<const float*>(f->scale_a.data);
+      l.scale_b_tensor = static_cast<const float*>(f->scale_b.data);
+      if (reinterpret_cast<uintptr_t>(f->scale_a.data) % 4 != 0 ||
+          reinterpret_cast<uintptr_t>(f->scale_b.data) % 4 != 0) {
+        return arg_error(op, "scale_a", "4-byte aligned scale pointers", "a misaligned pointer");
+      }
+    }
+  } else if (f) {
     if (A.dtype != DType::kE4M3) {
       return arg_error(op, A.name,
                        swap ? "e4m3 for 'b' when 'd' is column-major on CUDA (e4m3 x e4m3 and "
@@ -261,10 +323,12 @@ Status prepare(const Problem& p, const Fp8Problem* f, Call* call) {
                      std::string(dtype_name(p.d.dtype)), StatusCode::kNotSupported);
   }
 
-  // ---- operand layouts
-  Layout al, bl;
-  DW_TRY(check_layout(op, A, true, &al));
-  DW_TRY(check_layout(op, B, true, &bl));
+  // ---- operand layouts (the decoded copies are K-major and aligned by construction)
+  Layout al{true, A.rs}, bl{true, B.rs};
+  if (!emulate) {
+    DW_TRY(check_layout(op, A, true, &al));
+    DW_TRY(check_layout(op, B, true, &bl));
+  }
   l.a = A.data;
   l.lda = al.ld;
   l.batch_a = A.bs;
@@ -377,8 +441,8 @@ Status prepare(const Problem& p, const Fp8Problem* f, Call* call) {
   l.alpha = p.alpha;
   l.activation = static_cast<int32_t>(p.activation);
 
-  // ---- fp8 scales
-  if (f) {
+  // ---- fp8 scales (native kernels)
+  if (f && !emulate) {
     auto check_vector = [&](const char* name, const Matrix& s, int64_t len) -> Status {
       const int64_t stride = s.row_stride + s.col_stride;  // one of them is 0
       if (len > 1 && stride != 1) {
@@ -451,7 +515,7 @@ Status prepare(const Problem& p, const Fp8Problem* f, Call* call) {
         }
         break;
       }
-      case Fp8Scaling::kMx: break;  // rejected above
+      case Fp8Scaling::kMx: break;  // emulated on the bf16 kernels
     }
   }
 
@@ -549,13 +613,19 @@ Status run(Call* call, const Context& ctx) {
   sm90::Launch& l = call->launch;
   for (size_t i = 0; i < call->copies.size(); ++i) {
     Copy& c = call->copies[i];
-    c.t.dst = ws + c.offset;
-    DW_TRY(sm90::transpose(c.t, ctx.stream));
+    void* dst = ws + c.offset;
+    if (c.decode) {
+      c.d.dst = dst;
+      DW_TRY(sm90::decode_fp8(c.d, ctx.stream));
+    } else {
+      c.t.dst = dst;
+      DW_TRY(sm90::transpose(c.t, ctx.stream));
+    }
     const int idx = static_cast<int>(i);
-    if (idx == call->a_copy) l.a = c.t.dst;
-    if (idx == call->b_copy) l.b = c.t.dst;
-    if (idx == call->sfa_copy) l.sfa = static_cast<const float*>(c.t.dst);
-    if (idx == call->sfb_copy) l.sfb = static_cast<const float*>(c.t.dst);
+    if (idx == call->a_copy) l.a = dst;
+    if (idx == call->b_copy) l.b = dst;
+    if (idx == call->sfa_copy) l.sfa = static_cast<const float*>(dst);
+    if (idx == call->sfb_copy) l.sfb = static_cast<const float*>(dst);
   }
   l.workspace = call->kernel_workspace ? ws + call->copies_bytes : nullptr;
   l.workspace_size = call->kernel_workspace;

@@ -2,7 +2,9 @@
 //  - a batched 2-D transpose (1-, 2- or 4-byte elements) that makes an M- or N-major operand
 //    K-major in the workspace, for the layouts without a kernel instance of their own (and puts
 //    fp8 block scales in the layout the block-scaled kernels read);
-//  - an in-place strided add D += R, for the rare call with both 'c' and a distinct 'residual'.
+//  - an in-place strided add D += R, for the rare call with both 'c' and a distinct 'residual';
+//  - an fp8 (optionally MX-scaled) to bf16 decode into a K-major copy, for the fp8 calls that run
+//    on the bf16 kernels (MXFP8, fp32 output).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -10,6 +12,7 @@
 #include <algorithm>
 
 #include "gemm/sm90_helpers.hpp"
+#include "quant/codec.hpp"
 
 namespace deepwell::matmul::sm90 {
 namespace {
@@ -68,7 +71,40 @@ __global__ void add_kernel(T* __restrict__ d, const T* __restrict__ r, int64_t r
   }
 }
 
+// One block per (batch, row); dst(b, r, c) = decode(src(b, r, c)) * 2^(ue8m0 scale of (r, c / 32)).
+__global__ void decode_fp8_kernel(const uint8_t* __restrict__ src, bool e5m2, int64_t rows,
+                                  int64_t cols, int64_t rs, int64_t cs, int64_t bs,
+                                  const uint8_t* __restrict__ scales, int64_t s_rs, int64_t s_cs,
+                                  __nv_bfloat16* __restrict__ dst, int64_t ld, int64_t dst_bs) {
+  const int64_t b = blockIdx.x / rows, r = blockIdx.x % rows;
+  const uint8_t* row = src + b * bs + r * rs;
+  __nv_bfloat16* out = dst + b * dst_bs + r * ld;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const uint8_t v = row[c * cs];
+    float x = e5m2 ? quant::decode_e5m2(v) : quant::decode_e4m3(v);
+    if (scales != nullptr) x *= quant::decode_ue8m0(scales[r * s_rs + (c / 32) * s_cs]);
+    out[c] = __float2bfloat16_rn(x);
+  }
+}
+
 }  // namespace
+
+Status decode_fp8(const DecodeFp8& d, void* stream) {
+  const int64_t blocks = d.batch * d.rows;
+  if (blocks > 2147483647) {
+    return Status(StatusCode::kNotSupported, "gemm_fp8: operand too large for the decode pass");
+  }
+  decode_fp8_kernel<<<static_cast<unsigned>(blocks), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const uint8_t*>(d.src), d.e5m2, d.rows, d.cols, d.rs, d.cs, d.bs,
+      static_cast<const uint8_t*>(d.scales), d.s_rs, d.s_cs, static_cast<__nv_bfloat16*>(d.dst),
+      d.ld, d.dst_bs);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) {
+    return Status(StatusCode::kCudaError, std::string("gemm_fp8: decode launch failed: ") +
+                                              cudaGetErrorString(err));
+  }
+  return Status::Ok();
+}
 
 Status transpose(const Transpose& t, void* stream) {
   const dim3 block(kTile, kRowsPerPass);

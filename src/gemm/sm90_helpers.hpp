@@ -30,4 +30,19 @@ struct AddInPlace {
 };
 Status add_inplace(const AddInPlace& a, void* stream);
 
+// dst(b, r, c) = bf16(decode(src(b, r, c)) * scale(r, c)) for e4m3 / e5m2 src (batch, rows, cols)
+// with any strides; scale = 2^(ue8m0 scales[r * s_rs + (c / 32) * s_cs] - 127), or 1 without
+// scales. dst is row-major with leading dimension ld. Exact whenever the scaled value is a normal
+// bf16 (|x| in [2^-126, 2^128)): an fp8 mantissa fits in bf16's.
+struct DecodeFp8 {
+  const void* src = nullptr;
+  bool e5m2 = false;
+  int64_t batch = 1, rows = 0, cols = 0, rs = 0, cs = 0, bs = 0;
+  const void* scales = nullptr;
+  int64_t s_rs = 0, s_cs = 0;
+  void* dst = nullptr;
+  int64_t ld = 0, dst_bs = 0;
+};
+Status decode_fp8(const DecodeFp8& d, void* stream);
+
 }  // namespace deepwell::matmul::sm90

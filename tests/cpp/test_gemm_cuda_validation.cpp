@@ -164,18 +164,21 @@ struct Fixture8 {
   Status run() { return gemm_fp8(g); }
 };
 
-TEST(GemmFp8CudaValidation, MxIsCpuOnly) {
+TEST(GemmFp8CudaValidation, MxRunsOnTheBf16KernelsOnly) {
   SKIP_WITHOUT_CUDA_BUILD();
-  Fixture8 f;
+  Fixture8 f(DType::kE4M3, DType::kE4M3, DType::kF16);  // no bf16 x bf16 -> f16 kernel
   f.g.scaling = Fp8Scaling::kMx;
   f.g.scale_a = TensorView::contiguous(f.sa.bytes, DType::kUE8M0, {M, (K + 31) / 32}, kCuda);
   f.g.scale_b = TensorView::contiguous(f.sb.bytes, DType::kUE8M0, {N, (K + 31) / 32}, kCuda);
-  expect_error(f.run(), StatusCode::kNotSupported, "scaling", "CPU");
+  expect_error(f.run(), StatusCode::kNotSupported, "d", "bf16 or f32 output");
 }
 
 TEST(GemmFp8CudaValidation, E5m2FirstOperandNeedsASwap) {
   SKIP_WITHOUT_CUDA_BUILD();
   Fixture8 f(DType::kE5M2, DType::kE4M3);
+  f.g.scaling = Fp8Scaling::kRow;  // (tensor scaling would run on the bf16 kernels)
+  f.g.scale_a = TensorView::contiguous(f.sa.bytes, DType::kF32, {M}, kCuda);
+  f.g.scale_b = TensorView::contiguous(f.sb.bytes, DType::kF32, {N}, kCuda);
   expect_error(f.run(), StatusCode::kNotSupported, "a", "e4m3 for 'a'");
 }
 
@@ -201,7 +204,12 @@ TEST(GemmFp8CudaValidation, BlockScalingNeedsARowMajorOutput) {
 TEST(GemmFp8CudaValidation, OutputDtypes) {
   SKIP_WITHOUT_CUDA_BUILD();
   Fixture8 f(DType::kE4M3, DType::kE4M3, DType::kF32);
+  f.g.scaling = Fp8Scaling::kRow;
+  f.g.scale_a = TensorView::contiguous(f.sa.bytes, DType::kF32, {M}, kCuda);
+  f.g.scale_b = TensorView::contiguous(f.sb.bytes, DType::kF32, {N}, kCuda);
   expect_error(f.run(), StatusCode::kNotSupported, "d", "bf16 output");
+  Fixture8 g(DType::kE4M3, DType::kE4M3, DType::kF16);  // tensor scaling: bf16 kernels, no f16
+  expect_error(g.run(), StatusCode::kNotSupported, "d", "bf16 or f32 output");
 }
 
 TEST(GemmFp8CudaValidation, RowScalesMustBeContiguous) {

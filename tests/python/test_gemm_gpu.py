@@ -355,14 +355,49 @@ def test_fp8_batched_and_column_major_output():
     assert rel_l2(out, ad @ bd) <= 1e-2
 
 
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("types", [(E4M3, E4M3), (E5M2, E4M3), (E5M2, E5M2)])
+@pytest.mark.parametrize("m,n,k", [(136, 264, 1024), (7, 1000, 100), (1, 9, 33)])
+def test_fp8_mx_emulated(out_dtype, types, m, n, k):
+    """MXFP8 on CUDA: both operands decoded to bf16 (exact), bf16 GEMM with fp32 accumulation."""
+    a = torch.randn(m, k, device=DEV).to(types[0])            # any layout: the decode gathers
+    b = torch.randn(n, k, device=DEV).to(types[1]).t()
+    kb = -(-k // 32)
+    sa = torch.randint(120, 135, (m, kb), dtype=torch.uint8, device=DEV)
+    sb = torch.randint(120, 135, (n, kb), dtype=torch.uint8, device=DEV)
+    bias = torch.randn(n, device=DEV, dtype=out_dtype)
+    out = torch.full((m, n), float("nan"), device=DEV, dtype=out_dtype)
+    deepwell.gemm_fp8(a, b, sa, sb, granularity="mx", bias=bias, activation="silu", out=out)
+    kk = torch.arange(k, device=DEV) // 32
+    ad = a.double() * (2.0 ** (sa.double() - 127))[:, kk]
+    bd = b.double() * (2.0 ** (sb.double() - 127))[:, kk].t()
+    ref = torch.nn.functional.silu(ad @ bd + bias.double())
+    assert rel_l2(out, ref) <= tol(out_dtype)
+    cpu = deepwell.gemm_fp8(a.cpu(), b.cpu(), sa.cpu(), sb.cpu(), granularity="mx",
+                            bias=bias.cpu(), activation="silu", out_dtype=out_dtype)
+    assert rel_l2(out.cpu(), cpu) <= tol(out_dtype)
+
+
+def test_fp8_tensor_scaling_emulated_outputs():
+    """Tensor scaling beyond the fp8 kernels (f32 output; e5m2 x e5m2) runs on the bf16 kernels."""
+    m, n, k = 200, 136, 520
+    for ta, tb, od in ((E4M3, E4M3, torch.float32), (E5M2, E5M2, torch.bfloat16)):
+        a, b = fp8((m, k), ta), fp8((k, n), tb, k_major_b=True)
+        sa, sb = scales_for("tensor", m, n, k)
+        out = nan_out((m, n), od)
+        deepwell.gemm_fp8(a, b, sa, sb, out=out)
+        ad, bd = decoded(a, b, sa, sb, "tensor")
+        assert rel_l2(out, ad @ bd) <= tol(od)
+
+
 def test_fp8_unsupported_on_cuda():
     a, b = fp8((64, 128), E4M3), fp8((128, 64), E4M3, k_major_b=True)
     sa = torch.full((64, 4), 127, dtype=torch.uint8, device=DEV)
     sb = torch.full((64, 4), 127, dtype=torch.uint8, device=DEV)
-    with pytest.raises(NotImplementedError, match="argument 'scaling'"):
-        deepwell.gemm_fp8(a, b, sa, sb, granularity="mx")
-    one = torch.ones(1, device=DEV)
     with pytest.raises(NotImplementedError, match="argument 'd'"):
-        deepwell.gemm_fp8(a, b, one, one, out_dtype=torch.float32)
+        deepwell.gemm_fp8(a, b, sa, sb, granularity="mx", out_dtype=torch.float16)
+    sa, sb = torch.ones(64, device=DEV), torch.ones(64, device=DEV)
+    with pytest.raises(NotImplementedError, match="argument 'd'"):
+        deepwell.gemm_fp8(a, b, sa, sb, granularity="row", out_dtype=torch.float32)
     with pytest.raises(NotImplementedError, match="argument 'a'"):
-        deepwell.gemm_fp8(a.to(E5M2), b, one, one)
+        deepwell.gemm_fp8(a.to(E5M2), b, sa, sb, granularity="row")
