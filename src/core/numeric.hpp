@@ -83,6 +83,7 @@ inline void store_float(void* base, DType dt, int64_t offset, float v) {
 // Converts a float tensor's strided row of `n` elements to fp32.
 inline void load_row(const void* base, DType dt, int64_t offset, int64_t stride, int64_t n,
                      float* dst) {
+  if (n <= 0) return;  // an empty row may come with a null base pointer
   if (dt == DType::kF32 && stride == 1) {
     std::memcpy(dst, static_cast<const float*>(base) + offset, n * sizeof(float));
     return;
