@@ -37,24 +37,28 @@ DW_QHD float bitsf(uint32_t u) {
 #endif
 }
 
+constexpr uint32_t kF32Inf = 0x7f800000u;
+constexpr uint32_t kF32QNaN = 0x7fc00000u;  // the NaN every scale rule writes (positive, quiet)
+
+// A NaN result is written as kF32QNaN: x86 keeps an operand's NaN payload and sign, the GPU
+// returns its own canonical NaN, and CPU and GPU outputs must match bit for bit.
+DW_QHD float canonical_nan(float r) { return r != r ? bitsf(kF32QNaN) : r; }
+
 DW_QHD float div_rn(float a, float b) {
 #if defined(__CUDA_ARCH__)
-  return __fdiv_rn(a, b);
+  return canonical_nan(__fdiv_rn(a, b));
 #else
-  return a / b;
+  return canonical_nan(a / b);
 #endif
 }
 
 DW_QHD float mul_rn(float a, float b) {
 #if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
+  return canonical_nan(__fmul_rn(a, b));
 #else
-  return a * b;
+  return canonical_nan(a * b);
 #endif
 }
-
-constexpr uint32_t kF32Inf = 0x7f800000u;
-constexpr uint32_t kF32QNaN = 0x7fc00000u;  // the NaN every scale rule writes (positive, quiet)
 constexpr uint32_t kF32MinNormal = 0x00800000u;  // 2^-126: the smallest FP32 scale
 
 // ------------------------------------------------------------------------------- element formats
