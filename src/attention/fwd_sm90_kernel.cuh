@@ -110,9 +110,9 @@ __global__ void __launch_bounds__(Traits::kNumThreads, 1)
 // stepped over, so any valid stride does.
 inline int64_t tma_stride(int64_t stride, int64_t size) { return size <= 1 ? 8 : stride; }
 
-template <class Element, int kHeadDim>
+template <class Element, int kHeadDim, int kBlockNOverride = 0>
 Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
-  using T = FwdTraits<Element, kHeadDim>;
+  using T = FwdTraits<Element, kHeadDim, kBlockNOverride>;
   constexpr std::string_view kOp = "attention_forward";
 
   // Sizes travel as int32 and strides must stay below the TMA limit of 2^40 bytes.

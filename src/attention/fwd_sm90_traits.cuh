@@ -20,13 +20,14 @@ namespace deepwell::attention::sm90 {
 
 using namespace cute;
 
-template <class Element_, int kHeadDim_>
+// kBlockNOverride != 0 replaces the table's key-tile width (for tuning experiments).
+template <class Element_, int kHeadDim_, int kBlockNOverride = 0>
 struct FwdTraits {
   using Element = Element_;  // cutlass::bfloat16_t or cutlass::half_t
   using Accum = float;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBlockM = FwdTile<kHeadDim>::kBlockM;
-  static constexpr int kBlockN = FwdTile<kHeadDim>::kBlockN;
+  static constexpr int kBlockN = kBlockNOverride ? kBlockNOverride : FwdTile<kHeadDim>::kBlockN;
   static constexpr int kStages = FwdTile<kHeadDim>::kStages;
 
   // One producer warpgroup (TMA) plus one consumer warpgroup per 64 query rows.
