@@ -26,16 +26,9 @@ attention::RowStrides row_strides(const TensorView& t, bool varlen) {
   return {t.strides[0], t.strides[1], t.strides[2], t.strides[3]};
 }
 
-bool overlaps(const TensorView& a, const TensorView& b) {
-  uintptr_t a0, a1, b0, b1;
-  detail::byte_extent(a, &a0, &a1);
-  detail::byte_extent(b, &b0, &b1);
-  return a0 < b1 && b0 < a1;
-}
-
 Status check_disjoint(std::string_view op, std::string_view name, const TensorView& t,
                       std::string_view other_name, const TensorView& other) {
-  if (!overlaps(t, other)) return Status::Ok();
+  if (!detail::overlaps(t, other)) return Status::Ok();
   return arg_error(op, name, "memory that does not overlap '" + std::string(other_name) + "'",
                    "overlapping ranges");
 }
@@ -319,19 +312,6 @@ Status check_lse(std::string_view op, const TensorView& lse, const attention::Pr
   return Status::Ok();
 }
 
-template <class Fn>
-Status guarded(std::string_view op, Fn&& fn) {
-  try {
-    return fn();
-  } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory, std::string(op) + ": out of host memory");
-  } catch (const std::exception& e) {
-    return Status(StatusCode::kInternal, std::string(op) + ": internal error: " + e.what());
-  } catch (...) {
-    return Status(StatusCode::kInternal, std::string(op) + ": internal error");
-  }
-}
-
 Status forward_impl(const AttentionForwardArgs& a, const Context& ctx) {
   attention::Problem p;
   DW_TRY(build_problem(kFwd, {&a.q, &a.k, &a.v, a.cu_seqlens_q, a.cu_seqlens_k, a.max_seqlen_q,
@@ -398,11 +378,11 @@ Status backward_impl(const AttentionBackwardArgs& a, const Context&) {
 }  // namespace
 
 Status attention_forward(const AttentionForwardArgs& args, const Context& ctx) {
-  return guarded(kFwd, [&] { return forward_impl(args, ctx); });
+  return detail::guarded(kFwd, [&] { return forward_impl(args, ctx); });
 }
 
 Status attention_backward(const AttentionBackwardArgs& args, const Context& ctx) {
-  return guarded(kBwd, [&] { return backward_impl(args, ctx); });
+  return detail::guarded(kBwd, [&] { return backward_impl(args, ctx); });
 }
 
 }  // namespace deepwell

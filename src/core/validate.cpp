@@ -182,6 +182,13 @@ void byte_extent(const TensorView& t, uintptr_t* begin, uintptr_t* end) {
   *end = b + static_cast<uintptr_t>(((last + 1) * dtype_bits(t.dtype) + 7) / 8);
 }
 
+bool overlaps(const TensorView& a, const TensorView& b) {
+  uintptr_t a0, a1, b0, b1;
+  byte_extent(a, &a0, &a1);
+  byte_extent(b, &b0, &b1);
+  return a0 < b1 && b0 < a1;
+}
+
 Status check_no_internal_overlap(std::string_view op, std::string_view name, const TensorView& t) {
   for (int i = 0; i < t.ndim; ++i) {
     if (t.shape[i] > 1 && t.strides[i] == 0) {

@@ -5,7 +5,9 @@
 // so that a user sees which argument is wrong, what was expected and what was passed.
 #pragma once
 
+#include <exception>
 #include <initializer_list>
+#include <new>
 #include <string>
 #include <string_view>
 
@@ -49,5 +51,23 @@ Status check_no_internal_overlap(std::string_view op, std::string_view name, con
 
 // Byte extent [begin, end) covered by a view (for overlap checks and bound checks).
 void byte_extent(const TensorView& t, uintptr_t* begin, uintptr_t* end);
+
+// Do the byte extents of two views intersect? (Conservative for interleaved strided views.)
+bool overlaps(const TensorView& a, const TensorView& b);
+
+// Runs an entry point's body, turning any exception (allocation failure included) into a Status:
+// nothing thrown ever crosses the public API.
+template <class Fn>
+Status guarded(std::string_view op, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, std::string(op) + ": out of host memory");
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kInternal, std::string(op) + ": internal error: " + e.what());
+  } catch (...) {
+    return Status(StatusCode::kInternal, std::string(op) + ": internal error");
+  }
+}
 
 }  // namespace deepwell::detail

@@ -83,13 +83,6 @@ bool same_layout(const matmul::Matrix& x, const matmul::Matrix& y) {
          x.col_stride == y.col_stride && x.dtype == y.dtype;
 }
 
-bool overlaps(const TensorView& a, const TensorView& b) {
-  uintptr_t a0, a1, b0, b1;
-  detail::byte_extent(a, &a0, &a1);
-  detail::byte_extent(b, &b0, &b1);
-  return a0 < b1 && b0 < a1;
-}
-
 Status build_problem(const Common& g, matmul::Problem* pp) {
   matmul::Problem& p = *pp;
   const std::string_view op = g.op;
@@ -129,8 +122,8 @@ Status build_problem(const Common& g, matmul::Problem* pp) {
   DW_TRY(check_matrix(op, "b", g.b, g.input_types, p.batch, p.k, p.n, "K", "N", &p.b));
   DW_TRY(check_matrix(op, "d", g.d, kFloatTypes, p.batch, p.m, p.n, "M", "N", &p.d));
   DW_TRY(detail::check_no_internal_overlap(op, "d", g.d));
-  if (overlaps(g.d, g.a)) return arg_error(op, "d", "memory disjoint from 'a'", "an overlap");
-  if (overlaps(g.d, g.b)) return arg_error(op, "d", "memory disjoint from 'b'", "an overlap");
+  if (detail::overlaps(g.d, g.a)) return arg_error(op, "d", "memory disjoint from 'a'", "an overlap");
+  if (detail::overlaps(g.d, g.b)) return arg_error(op, "d", "memory disjoint from 'b'", "an overlap");
 
   if (!std::isfinite(g.alpha)) {
     return arg_error(op, "alpha", "a finite value", std::to_string(g.alpha));
@@ -155,7 +148,7 @@ Status build_problem(const Common& g, matmul::Problem* pp) {
     if (t == nullptr) return Status::Ok();
     DW_TRY(detail::check_device(op, name, *t, "a", p.device));
     DW_TRY(check_matrix(op, name, *t, kFloatTypes, p.batch, p.m, p.n, "M", "N", storage));
-    if (overlaps(*t, g.d) && !same_layout(*storage, p.d)) {
+    if (detail::overlaps(*t, g.d) && !same_layout(*storage, p.d)) {
       return arg_error(op, name, "either exactly 'd' (in place) or memory disjoint from it",
                        "a partial overlap");
     }
@@ -304,7 +297,7 @@ Status gemm_fp8_impl(const GemmFp8Args& g, const Context& ctx) {
   return matmul::gemm_fp8_cpu(f);
 }
 
-Status gemm_workspace_impl(const GemmArgs& g, size_t* bytes) {
+Status gemm_workspace_impl(const GemmArgs& g, [[maybe_unused]] size_t* bytes) {
   matmul::Problem p;
   DW_TRY(build_problem(common(g), &p));
   if (nothing_to_do(p) || p.device.type != DeviceType::kCUDA) return Status::Ok();
@@ -315,7 +308,7 @@ Status gemm_workspace_impl(const GemmArgs& g, size_t* bytes) {
 #endif
 }
 
-Status gemm_fp8_workspace_impl(const GemmFp8Args& g, size_t* bytes) {
+Status gemm_fp8_workspace_impl(const GemmFp8Args& g, [[maybe_unused]] size_t* bytes) {
   matmul::Fp8Problem f;
   DW_TRY(build_fp8_problem(g, &f));
   if (nothing_to_do(f.p) || f.p.device.type != DeviceType::kCUDA) return Status::Ok();
@@ -326,17 +319,6 @@ Status gemm_fp8_workspace_impl(const GemmFp8Args& g, size_t* bytes) {
 #endif
 }
 
-template <class Fn>
-Status guarded(std::string_view op, Fn&& fn) {
-  try {
-    return fn();
-  } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory, std::string(op) + ": out of host memory");
-  } catch (const std::exception& e) {
-    return Status(StatusCode::kInternal, std::string(op) + ": internal error: " + e.what());
-  }
-}
-
 Status null_output(std::string_view op) {
   return arg_error(op, "bytes", "a non-null pointer for the result", "NULL");
 }
@@ -344,23 +326,23 @@ Status null_output(std::string_view op) {
 }  // namespace
 
 Status gemm(const GemmArgs& args, const Context& ctx) {
-  return guarded("gemm", [&] { return gemm_impl(args, ctx); });
+  return detail::guarded("gemm", [&] { return gemm_impl(args, ctx); });
 }
 
 Status gemm_fp8(const GemmFp8Args& args, const Context& ctx) {
-  return guarded("gemm_fp8", [&] { return gemm_fp8_impl(args, ctx); });
+  return detail::guarded("gemm_fp8", [&] { return gemm_fp8_impl(args, ctx); });
 }
 
 Status gemm_workspace_size(const GemmArgs& args, size_t* bytes) {
   if (bytes == nullptr) return null_output("gemm_workspace_size");
   *bytes = 0;
-  return guarded("gemm", [&] { return gemm_workspace_impl(args, bytes); });
+  return detail::guarded("gemm", [&] { return gemm_workspace_impl(args, bytes); });
 }
 
 Status gemm_fp8_workspace_size(const GemmFp8Args& args, size_t* bytes) {
   if (bytes == nullptr) return null_output("gemm_fp8_workspace_size");
   *bytes = 0;
-  return guarded("gemm_fp8", [&] { return gemm_fp8_workspace_impl(args, bytes); });
+  return detail::guarded("gemm_fp8", [&] { return gemm_fp8_workspace_impl(args, bytes); });
 }
 
 }  // namespace deepwell

@@ -148,13 +148,6 @@ Status compute_shapes(std::string_view op, std::string_view xname, const QuantCo
   return Status::Ok();
 }
 
-bool overlaps(const TensorView& a, const TensorView& b) {
-  uintptr_t a0, a1, b0, b1;
-  detail::byte_extent(a, &a0, &a1);
-  detail::byte_extent(b, &b0, &b1);
-  return a0 < b1 && b0 < a1;
-}
-
 // An output or packed input: view, dtype, device, exact shape, contiguous.
 Status check_tensor(std::string_view op, std::string_view name, const TensorView& t,
                     std::initializer_list<DType> dtypes, Device device, const Shape& shape,
@@ -229,12 +222,12 @@ Status check_tensor_scale(std::string_view op, const TensorView* ts, QuantFormat
 Status check_disjoint(std::string_view op, const std::vector<std::pair<const char*, const TensorView*>>& outs,
                       const TensorView& input, std::string_view input_name) {
   for (size_t i = 0; i < outs.size(); ++i) {
-    if (overlaps(*outs[i].second, input)) {
+    if (detail::overlaps(*outs[i].second, input)) {
       return arg_error(op, outs[i].first, "memory disjoint from '" + std::string(input_name) + "'",
                        "an overlap");
     }
     for (size_t j = 0; j < i; ++j) {
-      if (overlaps(*outs[i].second, *outs[j].second)) {
+      if (detail::overlaps(*outs[i].second, *outs[j].second)) {
         return arg_error(op, outs[i].first,
                          "memory disjoint from '" + std::string(outs[j].first) + "'", "an overlap");
       }
@@ -403,7 +396,7 @@ Status swizzle_impl(std::string_view op, const TensorView& in, const TensorView&
   swz.dims[3] = 16;
   DW_TRY(check_tensor(op, sw_name, sw, {rm.dtype}, rm.device, swz,
                       "(ceil(R/128), ceil(C/4), 32, 16) for row-major scales " + shape_string(rm)));
-  if (overlaps(in, out)) {
+  if (detail::overlaps(in, out)) {
     return arg_error(op, "out", "memory disjoint from the input", "an overlap");
   }
   auto* src = static_cast<const uint8_t*>(in.data);
@@ -451,47 +444,36 @@ Status scaled_gemm_impl(const ScaledGemmArgs& g, const Context& ctx) {
   return s;
 }
 
-template <class Fn>
-Status guarded(std::string_view op, Fn&& fn) {
-  try {
-    return fn();
-  } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory, std::string(op) + ": out of host memory");
-  } catch (const std::exception& e) {
-    return Status(StatusCode::kInternal, std::string(op) + ": internal error: " + e.what());
-  }
-}
-
 }  // namespace
 
 Status quantize_shapes(const QuantConfig& config, const Shape& x_shape, bool transpose,
                        QuantShapes* out) {
   if (out == nullptr) return arg_error("quantize_shapes", "out", "a QuantShapes pointer", "null");
-  return guarded("quantize_shapes", [&] {
+  return detail::guarded("quantize_shapes", [&] {
     return compute_shapes("quantize_shapes", "x_shape", config, x_shape, transpose, out);
   });
 }
 
 Status quantize(const QuantizeArgs& args, const Context& ctx) {
-  return guarded(kQuantize, [&] { return quantize_impl(args, ctx); });
+  return detail::guarded(kQuantize, [&] { return quantize_impl(args, ctx); });
 }
 
 Status dequantize(const DequantizeArgs& args, const Context& ctx) {
-  return guarded(kDequantize, [&] { return dequantize_impl(args, ctx); });
+  return detail::guarded(kDequantize, [&] { return dequantize_impl(args, ctx); });
 }
 
 Status swizzle_scales(const TensorView& scales, const TensorView& out, const Context& ctx) {
-  return guarded("swizzle_scales",
+  return detail::guarded("swizzle_scales",
                  [&] { return swizzle_impl("swizzle_scales", scales, out, true, ctx); });
 }
 
 Status unswizzle_scales(const TensorView& swizzled, const TensorView& out, const Context& ctx) {
-  return guarded("unswizzle_scales",
+  return detail::guarded("unswizzle_scales",
                  [&] { return swizzle_impl("unswizzle_scales", swizzled, out, false, ctx); });
 }
 
 Status scaled_gemm_reference(const ScaledGemmArgs& args, const Context& ctx) {
-  return guarded("scaled_gemm_reference", [&] { return scaled_gemm_impl(args, ctx); });
+  return detail::guarded("scaled_gemm_reference", [&] { return scaled_gemm_impl(args, ctx); });
 }
 
 #ifndef DEEPWELL_WITH_CUDA
