@@ -76,6 +76,20 @@ ErrorStats compare(int64_t n, GetFn&& got, const std::vector<double>& ref) {
   return e;
 }
 
+// The GEMM epilogue activations in float64 (the oracle of gemm and gemm_fp8).
+inline double act64(deepwell::Activation a, double x) {
+  using deepwell::Activation;
+  switch (a) {
+    case Activation::kNone: return x;
+    case Activation::kReLU: return x > 0 ? x : 0;
+    case Activation::kGeluErf: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case Activation::kGeluTanh:
+      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case Activation::kSiLU: return x / (1 + std::exp(-x));
+  }
+  return x;
+}
+
 // Tolerance on relative L2 error for an output rounded to `dt`.
 inline double output_tolerance(DType dt) {
   switch (dt) {

@@ -17,18 +17,6 @@ using deepwell::Fp8Scaling;
 using deepwell::GemmFp8Args;
 using deepwell::StatusCode;
 
-double act64(Activation a, double x) {
-  switch (a) {
-    case Activation::kNone: return x;
-    case Activation::kReLU: return x > 0 ? x : 0;
-    case Activation::kGeluErf: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-    case Activation::kGeluTanh:
-      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-    case Activation::kSiLU: return x / (1 + std::exp(-x));
-  }
-  return x;
-}
-
 struct Fp8Case {
   DType ea = DType::kE4M3, eb = DType::kE4M3, out = DType::kF32;
   Fp8Scaling scaling = Fp8Scaling::kTensor;

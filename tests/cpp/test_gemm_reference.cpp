@@ -7,18 +7,6 @@ using namespace dwtest;
 using deepwell::Activation;
 using deepwell::GemmArgs;
 
-double act64(Activation a, double x) {
-  switch (a) {
-    case Activation::kNone: return x;
-    case Activation::kReLU: return x > 0 ? x : 0;
-    case Activation::kGeluErf: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-    case Activation::kGeluTanh:
-      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-    case Activation::kSiLU: return x / (1 + std::exp(-x));
-  }
-  return x;
-}
-
 struct GemmCase {
   DType in = DType::kF32, out = DType::kF32;
   int64_t batch = 0, M = 1, N = 1, K = 1;  // batch 0: 2-D operands
