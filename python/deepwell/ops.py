@@ -133,6 +133,16 @@ def attention_backward(dout, q, k, v, out, lse, *, causal: bool = False, window=
     return dq, dk, dv
 
 
+def _check_epilogue(activation, alpha, beta):
+    """The epilogue arguments shared by gemm and gemm_fp8."""
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"argument 'activation': expected one of {sorted(_ACTIVATIONS)}, "
+                         f"got {activation!r}")
+    for name, val in (("alpha", alpha), ("beta", beta)):
+        if isinstance(val, bool) or not isinstance(val, (int, float)):
+            raise TypeError(f"argument '{name}': expected a float, got {type(val).__name__}")
+
+
 def _gemm_out_shape(a, b):
     try:
         an, bn = len(a.shape), len(b.shape)
@@ -155,12 +165,7 @@ def gemm(a, b, *, bias=None, c=None, alpha: float = 1.0, beta: float = 0.0,
     activation: none, relu, gelu (erf), gelu_tanh or silu. out_dtype: the output dtype (a torch or
     numpy dtype; default: a's dtype).
     """
-    if activation not in _ACTIVATIONS:
-        raise ValueError(f"argument 'activation': expected one of {sorted(_ACTIVATIONS)}, "
-                         f"got {activation!r}")
-    for name, val in (("alpha", alpha), ("beta", beta)):
-        if isinstance(val, bool) or not isinstance(val, (int, float)):
-            raise TypeError(f"argument '{name}': expected a float, got {type(val).__name__}")
+    _check_epilogue(activation, alpha, beta)
     if out is None:
         shape = _gemm_out_shape(a, b)
         code = None if out_dtype is None else _dtype_code(out_dtype)
@@ -220,12 +225,7 @@ def gemm_fp8(a, b, scale_a, scale_b, *, granularity: str = "tensor", bias=None, 
     if granularity not in _FP8_SCALING:
         raise ValueError(f"argument 'granularity': expected one of {sorted(_FP8_SCALING)}, "
                          f"got {granularity!r}")
-    if activation not in _ACTIVATIONS:
-        raise ValueError(f"argument 'activation': expected one of {sorted(_ACTIVATIONS)}, "
-                         f"got {activation!r}")
-    for name, val in (("alpha", alpha), ("beta", beta)):
-        if isinstance(val, bool) or not isinstance(val, (int, float)):
-            raise TypeError(f"argument '{name}': expected a float, got {type(val).__name__}")
+    _check_epilogue(activation, alpha, beta)
     if out is None:
         shape = _gemm_out_shape(a, b)
         code = T.BF16 if out_dtype is None else _dtype_code(out_dtype)

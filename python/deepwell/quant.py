@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 
 from . import _tensors as T
+from .ops import _dtype_code
 
 FORMATS = {"fp8_tensor": 0, "fp8_row": 1, "fp8_block1x128": 2, "fp8_block128x128": 3,
            "mxfp8": 4, "mxfp4": 5, "nvfp4": 6}
@@ -171,8 +172,6 @@ def quantize(x, format: str = "mxfp8", *, rule: str = "floor", elem: str = "e4m3
     return out
 
 
-_OUT_DTYPES = {"float32": T.F32, "float": T.F32, "float16": T.F16, "half": T.F16,
-               "bfloat16": T.BF16}
 
 
 def _elem_of(data, fmt: int, elem) -> int:
@@ -209,18 +208,7 @@ def dequantize(data, scales, format: str = "mxfp8", *, tensor_scale=None, elem: 
     if sdesc is not None and fmt in _MX_LIKE and sdesc[1] in (T.U8, T.E4M3, T.UE8M0):
         sdesc = _bytes_desc(scales, T.UE4M3 if fmt == 6 else T.UE8M0, "scales")
     if out is None:
-        name = str(out_dtype).replace("torch.", "")
-        if name not in _OUT_DTYPES:
-            try:
-                import numpy as np
-
-                name = np.dtype(out_dtype).name
-            except TypeError:
-                pass
-        if name not in _OUT_DTYPES:
-            raise TypeError(f"argument 'out_dtype': expected float32, float16 or bfloat16, "
-                            f"got {out_dtype}")
-        out = T.empty(data, ddesc[4], _OUT_DTYPES[name])
+        out = T.empty(data, ddesc[4], _dtype_code(out_dtype))
     _native().dequantize(ddesc, sdesc, T.describe(tensor_scale, "tensor_scale"),
                          T.describe(out, "out"), fmt, swizzle, T.stream_of(data))
     return out
