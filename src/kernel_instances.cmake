@@ -5,7 +5,7 @@ set(DEEPWELL_CUDA_SOURCES
   # core: host-side CUDA helpers
   src/core/cuda_utils.cpp
 
-  # attention forward, sm_90a (src/attention/fwd_sm90*.cuh): dtype x head-dim bucket
+  # attention forward, sm_90a (src/attention/fwd_sm90*.cuh): dtype x head-dim bucket (x tile)
   src/attention/fwd_dispatch.cpp
   src/attention/fwd_sm90_inst_bf16_d64.cu
   src/attention/fwd_sm90_inst_bf16_d128.cu
@@ -13,6 +13,8 @@ set(DEEPWELL_CUDA_SOURCES
   src/attention/fwd_sm90_inst_f16_d64.cu
   src/attention/fwd_sm90_inst_f16_d128.cu
   src/attention/fwd_sm90_inst_f16_d256.cu
+  src/attention/fwd_sm90_inst_bf16_d64_causal.cu
+  src/attention/fwd_sm90_inst_f16_d64_causal.cu
 
   # gemm, sm_90a (src/gemm/sm90_gemm.cuh): one file per row of src/gemm/gemm_sm90_table.hpp
   src/gemm/dispatch_cuda.cpp

@@ -15,7 +15,11 @@ Status forward_cuda(const Problem& p, const Context& ctx) {
   DW_TRY(detail::require_sm90(kOp, p.device.index));
   const bool bf16 = p.dtype == DType::kBF16;
   switch (sm90::head_dim_bucket(p.head_dim)) {
-    case 64: return bf16 ? sm90::fwd_bf16_d64(p, ctx) : sm90::fwd_f16_d64(p, ctx);
+    case 64:
+      if (p.window_right >= 0 && p.seqlen_q <= sm90::kD64CausalTileMaxSeqlenQ) {
+        return bf16 ? sm90::fwd_bf16_d64_causal(p, ctx) : sm90::fwd_f16_d64_causal(p, ctx);
+      }
+      return bf16 ? sm90::fwd_bf16_d64(p, ctx) : sm90::fwd_f16_d64(p, ctx);
     case 128: return bf16 ? sm90::fwd_bf16_d128(p, ctx) : sm90::fwd_f16_d128(p, ctx);
     case 256: return bf16 ? sm90::fwd_bf16_d256(p, ctx) : sm90::fwd_f16_d256(p, ctx);
     default: break;

@@ -1,5 +1,5 @@
 // Entry points of the compiled sm_90 attention forward instances, one per (dtype, head-dim
-// bucket). Each is defined in its own fwd_sm90_inst_*.cu file; src/kernel_instances.cmake lists
+// bucket, tile). Each is defined in its own fwd_sm90_inst_*.cu file; src/kernel_instances.cmake lists
 // them. This header needs no CUDA or CUTLASS includes, so the dispatcher stays plain C++.
 #pragma once
 
@@ -13,5 +13,8 @@ Status fwd_bf16_d256(const Problem& p, const Context& ctx);
 Status fwd_f16_d64(const Problem& p, const Context& ctx);
 Status fwd_f16_d128(const Problem& p, const Context& ctx);
 Status fwd_f16_d256(const Problem& p, const Context& ctx);
+// Keys bounded on the right (causal, right window).
+Status fwd_bf16_d64_causal(const Problem& p, const Context& ctx);
+Status fwd_f16_d64_causal(const Problem& p, const Context& ctx);
 
 }  // namespace deepwell::attention::sm90

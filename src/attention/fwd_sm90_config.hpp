@@ -1,7 +1,7 @@
 // Tile configuration of the sm_90 attention forward kernel, per head-dimension bucket.
 //
 // This small table is the one place where tile sizes live. The kernel is instantiated once per
-// (dtype, bucket) in src/attention/fwd_sm90_inst_*.cu; head dims below a bucket's size run on
+// (dtype, bucket, tile) in src/attention/fwd_sm90_inst_*.cu; head dims below a bucket's size run on
 // that bucket with the extra columns zero-filled by TMA (so d = 96 runs on the 128 kernel).
 //
 // Why these numbers (docs/perf-notes.md has the measurements):
@@ -9,33 +9,32 @@
 //  - kBlockN: the widest key tile whose S accumulator, P, O and the next S fit in the consumer's
 //    register budget (240 registers with 2 consumer warpgroups, 160 with 3), and whose K/V stages
 //    fit in shared memory next to Q.
+//  - kStages: 2 K/V stages leave room for O's own buffer (d <= 128); 3 helped only d = 64 (+1%).
 #pragma once
 
 namespace deepwell::attention::sm90 {
 
+// A tile policy: query rows per CTA tile (kBlockM, 64 per consumer warpgroup), keys per step of
+// the mainloop (kBlockN) and K/V pipeline depth (kStages).
+template <int kBlockM_, int kBlockN_, int kStages_>
+struct TilePolicy {
+  static constexpr int kBlockM = kBlockM_;
+  static constexpr int kBlockN = kBlockN_;
+  static constexpr int kStages = kStages_;
+};
+
+// The tile of each head-dimension bucket when no mask bounds the keys on the right.
 template <int kHeadDim>
 struct FwdTile;
+template <> struct FwdTile<64> : TilePolicy<192, 128, 3> {};   // 3 consumer warpgroups
+template <> struct FwdTile<128> : TilePolicy<128, 128, 2> {};  // 2 consumer warpgroups
+template <> struct FwdTile<256> : TilePolicy<128, 64, 2> {};   // 2 consumer warpgroups
 
-template <>
-struct FwdTile<64> {
-  static constexpr int kBlockM = 192;  // 3 consumer warpgroups
-  static constexpr int kBlockN = 128;
-  static constexpr int kStages = 2;
-};
-
-template <>
-struct FwdTile<128> {
-  static constexpr int kBlockM = 128;  // 2 consumer warpgroups
-  static constexpr int kBlockN = 128;
-  static constexpr int kStages = 2;
-};
-
-template <>
-struct FwdTile<256> {
-  static constexpr int kBlockM = 128;  // 2 consumer warpgroups
-  static constexpr int kBlockN = 64;
-  static constexpr int kStages = 2;
-};
+// Causal (and right-bounded window) d = 64 with short queries (seqlen_q <= 2048) runs 128-row
+// tiles: on the diagonal a 192-row tile computes more masked scores, and at short S that waste and
+// the per-tile cost dominate (+15% at S = 512-1k); from S = 4k the 3-warpgroup tile wins (+5-10%).
+struct FwdTileD64Causal : TilePolicy<128, 128, 2> {};
+constexpr long long kD64CausalTileMaxSeqlenQ = 2048;
 
 // The bucket a head dimension runs on (0: not supported on CUDA).
 constexpr int head_dim_bucket(long long d) {

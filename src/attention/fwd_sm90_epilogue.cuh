@@ -1,5 +1,6 @@
 // Epilogue of the sm_90 attention forward kernel: each consumer warpgroup writes its 64 rows of O
-// (through shared memory, so global stores are 16-byte and coalesced) and their LSE.
+// through shared memory (stmatrix), then by one TMA store issued by one of its threads (fixed-length
+// batches) or by 16-byte coalesced stores (varlen), and their LSE.
 //
 // O is staged in its own buffer, or (d = 256, where shared memory is short) in Q's: warpgroup w only
 // ever read Q rows [64w, 64w + 64) and writes O to the same rows, so no other warpgroup's pending
@@ -41,6 +42,10 @@ struct Epilogue {
            int64_t(seq.q_offset + tc.m_block * kBlockM + row) * p.lse_row_stride;
   }
 
+  // Called by one thread per warpgroup before the warpgroup writes its rows of the O buffer again,
+  // and before O's buffer is handed back as Q's: the previous TMA store has read them.
+  __device__ static void wait_store_read() { tma_store_wait<0>(); }
+
   template <class Params, class TensorO>
   __device__ static void store(Params const& p, typename T::SharedStorage& ss,
                                TileCoord const& tc, SeqInfo const& seq, int thread_idx,
@@ -48,10 +53,18 @@ struct Epilogue {
     typename T::TiledMmaPV mma_pv;
     const int wg = thread_idx / 128, wg_thread = thread_idx % 128;
     const int row_limit = seq.seqlen_q - tc.m_block * kBlockM;
+    const bool tma = p.cu_seqlens_q == nullptr;
 
-    // Registers -> shared memory (stmatrix).
     Element* o_buffer = T::kSeparateO ? ss.o.data() : ss.q.data();
     Tensor sO = make_tensor(make_smem_ptr(o_buffer), typename T::SmemLayoutO{});
+    if constexpr (T::kSeparateO) {
+      // The previous tile's TMA store of these rows must be done reading them. (With O in Q's
+      // buffer that was waited for before Q was released.)
+      if (wg_thread == 0) wait_store_read();
+      named_barrier_sync(kFirstBarrier + wg, 128);
+    }
+
+    // Registers -> shared memory (stmatrix).
     Tensor rO = make_tensor<Element>(tOrO.layout());
     constexpr int kN = decltype(size(tOrO))::value;
     *reinterpret_cast<cutlass::Array<Element, kN>*>(rO.data()) =
@@ -60,14 +73,32 @@ struct Epilogue {
     auto r2s = make_tiled_copy_C(Copy_Atom<SM90_U32x4_STSM_N, Element>{}, mma_pv);
     auto thr_r2s = r2s.get_thread_slice(thread_idx);
     copy(r2s, thr_r2s.retile_S(rO), thr_r2s.partition_D(sO));
-    named_barrier_sync(kFirstBarrier + wg, 128);
 
-    // Shared memory -> global, this warpgroup's 64 rows.
-    for (int i = wg_thread; i < 64 * kChunks; i += 128) {
-      const int row = wg * 64 + i / kChunks, col = (i % kChunks) * 8;
-      if (row < row_limit && col < p.head_dim) {
-        *reinterpret_cast<uint4*>(out_row(p, tc, seq, row) + col) =
-            *reinterpret_cast<uint4 const*>(&sO(row, col));
+    if (tma) {
+      // Shared memory -> global by one TMA store of this warpgroup's 64 rows; the TMA clips rows
+      // past seqlen_q and columns past the true head dim.
+      cutlass::arch::fence_view_async_shared();  // stmatrix writes visible to the TMA (async proxy)
+      named_barrier_sync(kFirstBarrier + wg, 128);
+      if (wg_thread == 0) {
+        Tensor mO = p.tma_o.get_tma_tensor(p.shape_q)(_, _, tc.head, tc.batch);
+        Tensor gO = local_tile(mO, Shape<_64, Int<kHeadDim>>{},
+                               make_coord(tc.m_block * (kBlockM / 64) + wg, _0{}));
+        Tensor sOw = make_tensor(make_smem_ptr(o_buffer + wg * 64 * kHeadDim),
+                                 typename T::SmemLayoutOWarpGroup{});
+        auto part = tma_partition(p.tma_o, _0{}, Layout<_1>{}, group_modes<0, 2>(sOw),
+                                  group_modes<0, 2>(gO));
+        copy(p.tma_o, get<1>(part), get<0>(part));  // (gmem, smem) partitions
+        tma_store_arrive();
+      }
+    } else {
+      named_barrier_sync(kFirstBarrier + wg, 128);
+      // Shared memory -> global, this warpgroup's 64 rows, 16-byte coalesced stores.
+      for (int i = wg_thread; i < 64 * kChunks; i += 128) {
+        const int row = wg * 64 + i / kChunks, col = (i % kChunks) * 8;
+        if (row < row_limit && col < p.head_dim) {
+          *reinterpret_cast<uint4*>(out_row(p, tc, seq, row) + col) =
+              *reinterpret_cast<uint4 const*>(&sO(row, col));
+        }
       }
     }
 

@@ -2,4 +2,4 @@
 #include "attention/fwd_sm90.hpp"
 #include "attention/fwd_sm90_kernel.cuh"
 
-DEEPWELL_ATTENTION_FWD_SM90_INSTANCE(fwd_f16_d64, cutlass::half_t, 64)
+DEEPWELL_ATTENTION_FWD_SM90_INSTANCE(fwd_f16_d64, cutlass::half_t, 64, FwdTile<64>)

@@ -95,12 +95,16 @@ __global__ void __launch_bounds__(Traits::kNumThreads, 1)
         Epilogue<T>::store(p, ss, tc, seq, thread_idx, tOrO, lse);
       } else {
         Epilogue<T>::store(p, ss, tc, seq, thread_idx, tOrO, lse);
-        // The next tile's Q (TMA, async proxy) overwrites the O this thread just read.
+        // The next tile's Q (TMA, async proxy) overwrites the O this thread just read, or that
+        // this warpgroup's TMA store is reading.
+        if (thread_idx % 128 == 0) Epilogue<T>::wait_store_read();
         cutlass::arch::fence_view_async_shared();
         cutlass::arch::ClusterBarrier::arrive(&ss.q_empty);
       }
       q_phase ^= 1;
     }
+    // Shared memory must outlive the last TMA store's reads.
+    if (thread_idx % 128 == 0) Epilogue<T>::wait_store_read();
   }
 }
 
@@ -110,9 +114,9 @@ __global__ void __launch_bounds__(Traits::kNumThreads, 1)
 // stepped over, so any valid stride does.
 inline int64_t tma_stride(int64_t stride, int64_t size) { return size <= 1 ? 8 : stride; }
 
-template <class Element, int kHeadDim, int kBlockNOverride = 0>
+template <class Element, int kHeadDim, class Tile>
 Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
-  using T = FwdTraits<Element, kHeadDim, kBlockNOverride>;
+  using T = FwdTraits<Element, kHeadDim, Tile>;
   constexpr std::string_view kOp = "attention_forward";
 
   // Sizes travel as int32 and strides must stay below the TMA limit of 2^40 bytes.
@@ -163,6 +167,16 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
                           take<0, 2>(typename T::SmemLayoutV{}),
                           Shape<Int<T::kBlockN>, Int<kHeadDim>>{}, _1{});
 
+  if (!varlen) {
+    auto mO = make_tensor(
+        make_gmem_ptr(static_cast<Element*>(prob.out)),
+        make_layout(make_shape(rows_q, d, static_cast<int>(prob.heads_q), batches),
+                    make_stride(tma_stride(prob.o_stride.row, rows_q), _1{},
+                                tma_stride(prob.o_stride.head, prob.heads_q),
+                                tma_stride(prob.o_stride.batch, batches))));
+    p.tma_o = make_tma_copy(SM90_TMA_STORE{}, mO, typename T::SmemLayoutOWarpGroup{},
+                            Shape<_64, Int<kHeadDim>>{}, _1{});
+  }
   p.out = prob.out;
   p.o_batch_stride = prob.o_stride.batch;
   p.o_row_stride = prob.o_stride.row;
@@ -216,10 +230,10 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
 
 }  // namespace deepwell::attention::sm90
 
-// Defines the entry point of one (dtype, head-dim bucket) instance.
-#define DEEPWELL_ATTENTION_FWD_SM90_INSTANCE(name, Element, kHeadDim)                   \
+// Defines the entry point of one (dtype, head-dim bucket, tile) instance.
+#define DEEPWELL_ATTENTION_FWD_SM90_INSTANCE(name, Element, kHeadDim, Tile)             \
   namespace deepwell::attention::sm90 {                                                 \
   Status name(const Problem& p, const Context& ctx) {                                   \
-    return launch_fwd_sm90<Element, kHeadDim>(p, ctx);                                  \
+    return launch_fwd_sm90<Element, kHeadDim, Tile>(p, ctx);                            \
   }                                                                                     \
   }

@@ -20,15 +20,15 @@ namespace deepwell::attention::sm90 {
 
 using namespace cute;
 
-// kBlockNOverride != 0 replaces the table's key-tile width (for tuning experiments).
-template <class Element_, int kHeadDim_, int kBlockNOverride = 0>
+// Tile: a TilePolicy (fwd_sm90_config.hpp).
+template <class Element_, int kHeadDim_, class Tile = FwdTile<kHeadDim_>>
 struct FwdTraits {
   using Element = Element_;  // cutlass::bfloat16_t or cutlass::half_t
   using Accum = float;
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kBlockM = FwdTile<kHeadDim>::kBlockM;
-  static constexpr int kBlockN = kBlockNOverride ? kBlockNOverride : FwdTile<kHeadDim>::kBlockN;
-  static constexpr int kStages = FwdTile<kHeadDim>::kStages;
+  static constexpr int kBlockM = Tile::kBlockM;
+  static constexpr int kBlockN = Tile::kBlockN;
+  static constexpr int kStages = Tile::kStages;
 
   // One producer warpgroup (TMA) plus one consumer warpgroup per 64 query rows.
   static constexpr int kNumMmaWarpGroups = kBlockM / 64;
@@ -61,7 +61,11 @@ struct FwdTraits {
   // for both TMA and wgmma).
   using SmemAtom = GMMA::Layout_K_SW128_Atom<Element>;
   using SmemLayoutQ = decltype(tile_to_shape(SmemAtom{}, Shape<Int<kBlockM>, Int<kHeadDim>>{}));
-  using SmemLayoutO = SmemLayoutQ;  // O reuses Q's buffer in the epilogue
+  // O: one 64-row block per consumer warpgroup, each laid out like Q (so one TMA box of 64 rows per
+  // 128-byte column band stores it).
+  using SmemLayoutOWarpGroup = decltype(tile_to_shape(SmemAtom{}, Shape<_64, Int<kHeadDim>>{}));
+  using SmemLayoutO =
+      decltype(tile_to_shape(SmemLayoutOWarpGroup{}, Shape<Int<kBlockM>, Int<kHeadDim>>{}));
   using SmemLayoutK =
       decltype(tile_to_shape(SmemAtom{}, Shape<Int<kBlockN>, Int<kHeadDim>, Int<kStages>>{}));
   using SmemLayoutV = SmemLayoutK;
@@ -81,6 +85,12 @@ struct FwdTraits {
   using TmaKV = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{},
                                        take<0, 2>(SmemLayoutK{}),
                                        Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{}));
+  // O is stored by TMA, 64 rows (one consumer warpgroup's) at a time, when the batch is not packed
+  // (varlen rows past a sequence belong to the next one, so those tiles store with plain stores).
+  using GmemTensorO = decltype(make_tensor(make_gmem_ptr(static_cast<Element*>(nullptr)),
+                                           GmemLayout{}));
+  using TmaO = decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensorO{}, SmemLayoutOWarpGroup{},
+                                      Shape<_64, Int<kHeadDim>>{}, _1{}));
 
   static constexpr uint32_t kQBytes = kBlockM * kHeadDim * sizeof(Element);
   static constexpr uint32_t kKVBytes = kBlockN * kHeadDim * sizeof(Element);
@@ -106,6 +116,8 @@ struct FwdTraits {
   };
   static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage));
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block on sm_90");
+  static_assert(cosize_v<SmemLayoutO> == cosize_v<SmemLayoutQ> &&
+                cosize_v<SmemLayoutOWarpGroup> * kNumMmaWarpGroups == cosize_v<SmemLayoutO>);
 };
 
 // Plain parameters of one launch. Sizes are int32 (the launcher checks they fit); strides int64.
@@ -113,6 +125,7 @@ template <class Traits>
 struct FwdParams {
   typename Traits::TmaQ tma_q;
   typename Traits::TmaKV tma_k, tma_v;
+  typename Traits::TmaO tma_o;  // unused for varlen (cu_seqlens_q set)
   typename Traits::GmemShape shape_q, shape_k;  // (rows, d, heads, batch) as given to the TMAs
 
   void* out = nullptr;

@@ -88,6 +88,18 @@ def test_sliding_windows(window, sq_sk, seed):
     check(q, k, v, window=(window[0], 0), causal=True)
 
 
+@pytest.mark.parametrize("sq_sk", [(300, 700), (2048, 2048), (2049, 2100)])
+def test_d64_right_bounded_tiles(sq_sk, seed):
+    """d <= 64 with keys bounded on the right runs 128-row tiles up to seqlen_q 2048, 192 after."""
+    Sq, Sk = sq_sk
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    for dtype in (torch.bfloat16, torch.float16):
+        q = rand((1, Sq, 4, 64), dtype, g)
+        k, v = rand((1, Sk, 2, 64), dtype, g), rand((1, Sk, 2, 64), dtype, g)
+        check(q, k, v, causal=True)
+        check(q, k, v, window=(40, 5))
+
+
 @pytest.mark.parametrize("D", [64, 128, 256])
 def test_varlen_with_empty_sequences(D, seed):
     g = torch.Generator(device="cuda").manual_seed(seed)
