@@ -38,8 +38,10 @@ __global__ void __launch_bounds__(Traits::kNumThreads, 1)
     cute::prefetch_tma_descriptor(p.tma_q.get_tma_descriptor());
     cute::prefetch_tma_descriptor(p.tma_k.get_tma_descriptor());
     cute::prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
-    cutlass::arch::ClusterTransactionBarrier::init(&ss.q_full, 1);
-    cutlass::arch::ClusterBarrier::init(&ss.q_empty, T::kNumMmaThreads);
+    for (int i = 0; i < T::kQStages; ++i) {
+      cutlass::arch::ClusterTransactionBarrier::init(&ss.q_full[i], 1);
+      cutlass::arch::ClusterBarrier::init(&ss.q_empty[i], T::kNumMmaThreads);
+    }
   }
   typename Pipeline::Params pipe_params;
   pipe_params.transaction_bytes = T::kKVBytes;
@@ -60,21 +62,33 @@ __global__ void __launch_bounds__(Traits::kNumThreads, 1)
     auto k_state = cutlass::make_producer_start_state<Pipeline>();
     auto v_state = cutlass::make_producer_start_state<Pipeline>();
     int q_loads = 0;
-    for (int round = 0, t = tile_of_round(0); t < p.num_tiles; t = tile_of_round(++round)) {
-      const TileCoord tc = tile_coord(p, t);
-      const SeqInfo seq = seq_info(p, tc.batch);
-      if (tc.m_block * kBlockM >= seq.seqlen_q) continue;
-      int n_lo, n_hi;
-      key_block_range<kBlockM, kBlockN>(p, seq, tc.m_block, &n_lo, &n_hi);
-      if (n_hi <= n_lo) continue;
-      Mainloop<T>::load(p, ss, pipe_k, pipe_v, k_state, v_state, tc, seq, n_lo, n_hi, q_loads);
+    int round = 0;
+    TileWork cur;
+    bool has_cur = next_work<kBlockM, kBlockN>(p, round, cur);
+    // Double-buffered Q is loaded one tile ahead: the first tile's here, each next one's while
+    // the current tile's K/V stream in.
+    if (T::kQStages > 1 && has_cur) Mainloop<T>::load_q(p, ss, cur, q_loads);
+    while (has_cur) {
+      int next_round = round + 1;
+      TileWork next;
+      const bool has_next = next_work<kBlockM, kBlockN>(p, next_round, next);
+      Mainloop<T>::load_kv(p, ss, pipe_k, pipe_v, k_state, v_state, cur, [&] {
+        if constexpr (T::kQStages == 1) {
+          Mainloop<T>::load_q(p, ss, cur, q_loads);
+        } else {
+          if (has_next) Mainloop<T>::load_q(p, ss, next, q_loads);
+        }
+      });
+      round = next_round;
+      cur = next;
+      has_cur = has_next;
     }
   } else {
     cutlass::arch::warpgroup_reg_alloc<T::kConsumerRegs>();
     const int thread_idx = threadIdx.x - 128;
     Mainloop<T>::Turns::init(thread_idx / 128);
     typename Pipeline::PipelineState k_state, v_state;
-    int q_phase = 0;
+    int q_tiles = 0;  // tiles whose Q this thread has used: Q stage q_tiles % kQStages is next
     for (int round = 0, t = tile_of_round(0); t < p.num_tiles; t = tile_of_round(++round)) {
       const TileCoord tc = tile_coord(p, t);
       const SeqInfo seq = seq_info(p, tc.batch);
@@ -88,10 +102,11 @@ __global__ void __launch_bounds__(Traits::kNumThreads, 1)
       typename T::TiledMmaPV mma_pv;
       Tensor tOrO = partition_fragment_C(mma_pv, select<0, 1>(typename T::TileShapePV{}));
       float lse[2];
-      Mainloop<T>::compute(p, ss, pipe_k, pipe_v, k_state, v_state, tc, seq, n_lo, n_hi, q_phase,
+      Mainloop<T>::compute(p, ss, pipe_k, pipe_v, k_state, v_state, tc, seq, n_lo, n_hi, q_tiles,
                            thread_idx, tOrO, lse);
+      uint64_t* q_empty = &ss.q_empty[q_tiles % T::kQStages];
       if constexpr (T::kSeparateO) {
-        cutlass::arch::ClusterBarrier::arrive(&ss.q_empty);  // Q is no longer read
+        cutlass::arch::ClusterBarrier::arrive(q_empty);  // Q is no longer read
         Epilogue<T>::store(p, ss, tc, seq, thread_idx, tOrO, lse);
       } else {
         Epilogue<T>::store(p, ss, tc, seq, thread_idx, tOrO, lse);
@@ -99,9 +114,9 @@ __global__ void __launch_bounds__(Traits::kNumThreads, 1)
         // this warpgroup's TMA store is reading.
         if (thread_idx % 128 == 0) Epilogue<T>::wait_store_read();
         cutlass::arch::fence_view_async_shared();
-        cutlass::arch::ClusterBarrier::arrive(&ss.q_empty);
+        cutlass::arch::ClusterBarrier::arrive(q_empty);
       }
-      q_phase ^= 1;
+      ++q_tiles;
     }
     // Shared memory must outlive the last TMA store's reads.
     if (thread_idx % 128 == 0) Epilogue<T>::wait_store_read();

@@ -1,7 +1,8 @@
 // The mainloop of the sm_90 attention forward kernel.
 //
-// Producer (one thread): TMA loads of Q for each tile and of K and V, key block by key block, into
-// kStages-deep rings guarded by two PipelineTmaAsync pipelines. Loads run in the order the
+// Producer (one thread): TMA loads of Q for each tile (one tile ahead when Q is double-buffered)
+// and of K and V, key block by key block, into kStages-deep rings guarded by two PipelineTmaAsync
+// pipelines. Loads run in the order the
 // consumers need them: K[n], then K[n-1] with V[n], ... (key blocks go from the last to the first,
 // so the blocks that need masking come first).
 //
@@ -75,34 +76,50 @@ struct Mainloop {
 
   // ------------------------------------------------------------------------------ producer
   // Run by a single thread (see the kernel): it waits on the barriers and issues every TMA.
-  template <class Params>
-  __device__ static void load(Params const& p, typename T::SharedStorage& ss, Pipeline& pipe_k,
-                              Pipeline& pipe_v, PipelineState& k_state, PipelineState& v_state,
-                              TileCoord const& tc, SeqInfo const& seq, int n_lo, int n_hi,
-                              int& q_loads) {
-    Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename T::SmemLayoutQ{});
-    Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename T::SmemLayoutK{});
-    Tensor sV = make_tensor(make_smem_ptr(ss.v.data()), typename T::SmemLayoutV{});
-    const int batch = p.cu_seqlens_q ? 0 : tc.batch;
-    const int head_kv = tc.head / p.heads_kv_group;
 
-    Tensor mQ = p.tma_q.get_tma_tensor(p.shape_q)(_, _, tc.head, batch);
-    Tensor mK = p.tma_k.get_tma_tensor(p.shape_k)(_, _, head_kv, batch);
-    Tensor mV = p.tma_v.get_tma_tensor(p.shape_k)(_, _, head_kv, batch);
-    Tensor gQ = local_tile(domain_offset(make_coord(seq.q_offset, _0{}), mQ),
+  // Q of tile `w` into Q stage q_loads % kQStages.
+  template <class Params>
+  __device__ static void load_q(Params const& p, typename T::SharedStorage& ss, TileWork const& w,
+                                int& q_loads) {
+    const int q_stage = q_loads % T::kQStages;
+    Tensor sQ = make_tensor(make_smem_ptr(ss.q.data() + q_stage * cosize_v<typename T::SmemLayoutQ>),
+                            typename T::SmemLayoutQ{});
+    const int batch = p.cu_seqlens_q ? 0 : w.tc.batch;
+    Tensor mQ = p.tma_q.get_tma_tensor(p.shape_q)(_, _, w.tc.head, batch);
+    Tensor gQ = local_tile(domain_offset(make_coord(w.seq.q_offset, _0{}), mQ),
                            Shape<Int<kBlockM>, Int<kHeadDim>>{}, make_coord(_, _0{}));
-    Tensor gK = local_tile(domain_offset(make_coord(seq.k_offset, _0{}), mK),
-                           Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));
-    Tensor gV = local_tile(domain_offset(make_coord(seq.k_offset, _0{}), mV),
-                           Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));
     auto q_part = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ),
                                 group_modes<0, 2>(gQ));
+    // The stage is free once every consumer is done with the tile that used it kQStages tiles ago
+    // (after its last Q K^T, or after its epilogue when O is staged in Q's buffer).
+    if (q_loads >= T::kQStages) {
+      cutlass::arch::ClusterBarrier::wait(&ss.q_empty[q_stage], (q_loads / T::kQStages - 1) & 1);
+    }
+    cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&ss.q_full[q_stage], T::kQBytes);
+    copy(p.tma_q.with(ss.q_full[q_stage], 0), get<0>(q_part)(_, w.tc.m_block), get<1>(q_part));
+    ++q_loads;
+  }
+
+  // K and V of tile `w`; `after_first_k()` runs once the first K block is issued (the Q load goes
+  // there: the first Q K^T needs both, and K must not wait behind Q).
+  template <class Params, class AfterFirstK>
+  __device__ static void load_kv(Params const& p, typename T::SharedStorage& ss, Pipeline& pipe_k,
+                                 Pipeline& pipe_v, PipelineState& k_state, PipelineState& v_state,
+                                 TileWork const& w, AfterFirstK&& after_first_k) {
+    Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename T::SmemLayoutK{});
+    Tensor sV = make_tensor(make_smem_ptr(ss.v.data()), typename T::SmemLayoutV{});
+    const int batch = p.cu_seqlens_q ? 0 : w.tc.batch;
+    const int head_kv = w.tc.head / p.heads_kv_group;
+    Tensor mK = p.tma_k.get_tma_tensor(p.shape_k)(_, _, head_kv, batch);
+    Tensor mV = p.tma_v.get_tma_tensor(p.shape_k)(_, _, head_kv, batch);
+    Tensor gK = local_tile(domain_offset(make_coord(w.seq.k_offset, _0{}), mK),
+                           Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));
+    Tensor gV = local_tile(domain_offset(make_coord(w.seq.k_offset, _0{}), mV),
+                           Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));
     auto k_part = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK),
                                 group_modes<0, 2>(gK));
     auto v_part = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV),
                                 group_modes<0, 2>(gV));
-    Tensor tQg = get<0>(q_part);  // (TMA, m_blocks)
-    Tensor tQs = get<1>(q_part);  // (TMA)
     Tensor tKg = get<0>(k_part);  // (TMA, n_blocks)
     Tensor tKs = get<1>(k_part);  // (TMA, stages)
     Tensor tVg = get<0>(v_part);
@@ -121,18 +138,14 @@ struct Mainloop {
       ++v_state;
     };
 
-    int n = n_hi - 1;
+    int n = w.n_hi - 1;
     load_k(n);
-    // Q's buffer is free once every consumer finished the previous tile (O lives there).
-    if (q_loads > 0) cutlass::arch::ClusterBarrier::wait(&ss.q_empty, (q_loads - 1) & 1);
-    cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&ss.q_full, T::kQBytes);
-    copy(p.tma_q.with(ss.q_full, 0), tQg(_, tc.m_block), tQs);
-    ++q_loads;
-    for (; n > n_lo; --n) {
+    after_first_k();
+    for (; n > w.n_lo; --n) {
       load_k(n - 1);
       load_v(n);
     }
-    load_v(n_lo);
+    load_v(w.n_lo);
   }
 
   // ------------------------------------------------------------------------------ consumer
@@ -141,13 +154,15 @@ struct Mainloop {
   __device__ static void compute(Params const& p, typename T::SharedStorage& ss, Pipeline& pipe_k,
                                  Pipeline& pipe_v, PipelineState& k_state, PipelineState& v_state,
                                  TileCoord const& tc, SeqInfo const& seq, int n_lo, int n_hi,
-                                 int q_phase, int thread_idx, TensorO& tOrO, float (&lse)[2]) {
+                                 int q_tiles, int thread_idx, TensorO& tOrO, float (&lse)[2]) {
     typename T::TiledMmaQK mma_qk;
     typename T::TiledMmaPV mma_pv;
     auto thr_qk = mma_qk.get_thread_slice(thread_idx);
     auto thr_pv = mma_pv.get_thread_slice(thread_idx);
 
-    Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename T::SmemLayoutQ{});
+    const int q_stage = q_tiles % T::kQStages;
+    Tensor sQ = make_tensor(make_smem_ptr(ss.q.data() + q_stage * cosize_v<typename T::SmemLayoutQ>),
+                            typename T::SmemLayoutQ{});
     Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename T::SmemLayoutK{});
     Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename T::SmemLayoutVt{});
     Tensor tSrQ = thr_qk.partition_fragment_A(sQ);  // wgmma descriptors
@@ -178,7 +193,7 @@ struct Mainloop {
       return tOrP;
     };
 
-    cutlass::arch::ClusterTransactionBarrier::wait(&ss.q_full, q_phase);
+    cutlass::arch::ClusterTransactionBarrier::wait(&ss.q_full[q_stage], (q_tiles / T::kQStages) & 1);
 
     const int wg = thread_idx / 128;
     int n = n_hi - 1;

@@ -72,4 +72,25 @@ __device__ __forceinline__ void key_block_range(Params const& p, SeqInfo const& 
   *hi = key_hi <= key_lo ? *lo : (key_hi + kBlockN - 1) / kBlockN;
 }
 
+// A tile with work: its coordinates, sequence and key blocks [n_lo, n_hi).
+struct TileWork {
+  TileCoord tc;
+  SeqInfo seq;
+  int n_lo, n_hi;
+};
+
+// This CTA's first tile with work at round `round` or later; advances `round` to it. False when
+// none is left.
+template <int kBlockM, int kBlockN, class Params>
+__device__ __forceinline__ bool next_work(Params const& p, int& round, TileWork& w) {
+  for (int t = tile_of_round(round); t < p.num_tiles; t = tile_of_round(++round)) {
+    w.tc = tile_coord(p, t);
+    w.seq = seq_info(p, w.tc.batch);
+    if (w.tc.m_block * kBlockM >= w.seq.seqlen_q) continue;
+    key_block_range<kBlockM, kBlockN>(p, w.seq, w.tc.m_block, &w.n_lo, &w.n_hi);
+    if (w.n_hi > w.n_lo) return true;
+  }
+  return false;
+}
+
 }  // namespace deepwell::attention::sm90

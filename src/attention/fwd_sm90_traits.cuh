@@ -103,16 +103,21 @@ struct FwdTraits {
   static constexpr int kTileBytes =
       (2 * kBlockM * kHeadDim + 2 * kStages * kBlockN * kHeadDim) * int(sizeof(Element));
   static constexpr bool kSeparateO = kTileBytes + 1024 <= 227 * 1024;
+  // Q is double-buffered when that fits too: the next tile's Q then loads during this whole tile
+  // instead of between this tile's last Q K^T and the next tile's first.
+  static constexpr int kQStages =
+      kSeparateO && kTileBytes + kBlockM * kHeadDim * int(sizeof(Element)) + 1024 <= 227 * 1024
+          ? 2 : 1;
 
   struct SharedStorage {
-    alignas(1024) cute::array_aligned<Element, cosize_v<SmemLayoutQ>> q;
+    alignas(1024) cute::array_aligned<Element, cosize_v<SmemLayoutQ> * kQStages> q;
     alignas(1024) cute::array_aligned<Element, cosize_v<SmemLayoutK>> k;
     alignas(1024) cute::array_aligned<Element, cosize_v<SmemLayoutV>> v;
     alignas(1024) cute::array_aligned<Element, kSeparateO ? cosize_v<SmemLayoutO> : 8> o;
     typename PipelineKV::SharedStorage pipeline_k;
     typename PipelineKV::SharedStorage pipeline_v;
-    alignas(8) uint64_t q_full;   // TMA of Q landed (transaction barrier)
-    alignas(8) uint64_t q_empty;  // every consumer is done with Q (and with O if it is in Q's buffer)
+    alignas(8) uint64_t q_full[kQStages];   // TMA of Q landed (transaction barrier)
+    alignas(8) uint64_t q_empty[kQStages];  // every consumer is done with Q (and O if it is there)
   };
   static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage));
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block on sm_90");
