@@ -1,0 +1,71 @@
+// The sm_90a GEMM shape rules (choose_plan / plan_for in src/gemm/gemm_sm90_table.hpp) on the
+// shapes they were measured on (docs/perf-notes.md, "GEMM"). Pure host code: runs without a GPU.
+#include <gtest/gtest.h>
+
+#include "gemm/gemm_sm90_table.hpp"
+
+namespace {
+
+using namespace deepwell;
+using namespace deepwell::matmul::sm90;
+
+constexpr KernelSpec spec(const char* name, int tm, int tn, Schedule sched, bool sk) {
+  return KernelSpec{name, Operands::kBF16, DType::kBF16, true, true, Scaling::kNone, tm, tn, 64,
+                    1, 1, sched, sk, nullptr, nullptr};
+}
+constexpr KernelSpec kBig = spec("128x256", 128, 256, Schedule::kCooperative, true);
+constexpr KernelSpec kSmall = spec("128x128", 128, 128, Schedule::kCooperative, true);
+constexpr KernelSpec kPingpong = spec("pp_128x128", 128, 128, Schedule::kPingpong, false);
+constexpr const KernelSpec* kBf16Group[] = {&kBig, &kSmall, &kPingpong};
+constexpr int kSms = 132;
+
+Plan bf16(int64_t m, int64_t n, int64_t k) { return choose_plan(kBf16Group, 3, m, n, k, 1, kSms); }
+
+TEST(GemmPlan, SmallMUses128x128WithAtMostThreeSplits) {
+  Plan p = bf16(128, 6144, 4096);  // 48 tiles: split-K 2
+  EXPECT_EQ(p.kernel, &kSmall);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitK);
+  EXPECT_EQ(p.splits, 2);
+  p = bf16(128, 4096, 14336);  // 32 tiles: 4 would fit, capped at 3
+  EXPECT_EQ(p.kernel, &kSmall);
+  EXPECT_EQ(p.splits, 3);
+  p = bf16(128, 10240, 8192);  // 80 tiles: one split fits -> data-parallel, not stream-K
+  EXPECT_EQ(p.kernel, &kSmall);
+  EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
+  p = bf16(128, 57344, 8192);  // 448 tiles
+  EXPECT_EQ(p.kernel, &kSmall);
+  EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
+}
+
+TEST(GemmPlan, MidSizeUsesPingpong) {
+  EXPECT_EQ(bf16(1024, 6144, 4096).kernel, &kPingpong);
+  EXPECT_EQ(bf16(4096, 4096, 4096).kernel, &kPingpong);
+  EXPECT_EQ(bf16(1024, 10240, 8192).kernel, &kPingpong);
+  // long K stays on the large tile: 128 tiles < 132 SMs, one split -> data-parallel
+  Plan p = bf16(1024, 4096, 14336);
+  EXPECT_EQ(p.kernel, &kBig);
+  EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
+}
+
+TEST(GemmPlan, LargeUses128x256SwizzledForWideN) {
+  Plan p = bf16(8192, 8192, 8192);
+  EXPECT_EQ(p.kernel, &kBig);
+  EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
+  EXPECT_EQ(p.swizzle, 1);
+  p = bf16(16384, 28672, 4096);
+  EXPECT_EQ(p.kernel, &kBig);
+  EXPECT_EQ(p.swizzle, 2);
+}
+
+TEST(GemmPlan, SingleKernelGroupKeepsTheSplitKRule) {
+  const KernelSpec* only[] = {&kBig};
+  Plan p = choose_plan(only, 1, 128, 6144, 4096, 1, kSms);  // 24 tiles: min(132/24, 64/4) = 5
+  EXPECT_EQ(p.kernel, &kBig);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitK);
+  EXPECT_EQ(p.splits, 5);
+  // 200 tiles, last wave 68/132 < 60 %: stream-K
+  p = choose_plan(only, 1, 128 * 50, 256 * 4, 4096, 1, kSms);
+  EXPECT_EQ(p.decomposition, Decomposition::kStreamK);
+}
+
+}  // namespace
