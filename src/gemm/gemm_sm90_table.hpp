@@ -82,7 +82,7 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 // Within a problem's group (operands, out, layouts, scaling) the kernel is chosen by shape, from
 // the measured sweep in docs/perf-notes.md ("GEMM", H200):
 //
-//   M <= 256 (one or two 128-row tiles) and a cooperative 128x128 kernel exists
+//   M <= 256 (one or two 128-row tiles) and a cooperative 128x128 kernel smaller than the largest
 //       -> 128x128 (twice the CTAs of 128x256 over a weight-bandwidth-bound problem);
 //          split-K over min(S / T, K tiles / 4, 3) when that is >= 2, else data-parallel
 //   otherwise a ping-pong kernel exists, T(largest tile) < 4 S and K <= 8192
@@ -154,7 +154,9 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     if (k->tile_m == 128 && k->tile_n == 128 && k->schedule == Schedule::kPingpong) pingpong = k;
   }
   const int64_t sms = sm_count > 0 ? sm_count : 132;
-  if (small != nullptr && small != largest && m <= 256) {
+  if (small != nullptr &&
+      int64_t{small->tile_m} * small->tile_n < int64_t{largest->tile_m} * largest->tile_n &&
+      m <= 256) {
     return plan_for(*small, m, n, kdim, batch, sm_count, 3);
   }
   const int64_t tiles = ceil_div(m, largest->tile_m) * ceil_div(n, largest->tile_n) * batch;

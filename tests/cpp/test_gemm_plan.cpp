@@ -68,4 +68,15 @@ TEST(GemmPlan, SingleKernelGroupKeepsTheSplitKRule) {
   EXPECT_EQ(p.decomposition, Decomposition::kStreamK);
 }
 
+TEST(GemmPlan, SmallMRuleNeedsASmallerTile) {
+  // a group whose kernels are all 128x128 (fp32 output, fp8) keeps the split-K rule of the first
+  constexpr KernelSpec other = spec("128x128 b", 128, 128, Schedule::kCooperative, true);
+  const KernelSpec* group[] = {&kSmall, &other};
+  Plan p = choose_plan(group, 2, 128, 6144, 4096, 1, kSms);  // 48 tiles: min(132/48, 64/4) = 2
+  EXPECT_EQ(p.kernel, &kSmall);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitK);
+  p = choose_plan(group, 2, 128, 4096, 14336, 1, kSms);  // 32 tiles: 4 splits, not capped at 3
+  EXPECT_EQ(p.splits, 4);
+}
+
 }  // namespace
