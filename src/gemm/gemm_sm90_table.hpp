@@ -48,6 +48,7 @@ struct KernelSpec {
   /* name                  operands     out    A K-major B K-major scaling    tile M,N,K     cluster sched        stream-K */ \
   X(bf16_kk_bf16_128x256,  kBF16,       kBF16, true,     true,     kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
   X(bf16_kk_bf16_128x128,  kBF16,       kBF16, true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
+  X(bf16_kk_bf16_128x64,   kBF16,       kBF16, true,     true,     kNone,     128,  64,  64, 1, 1, kCooperative, true)  \
   X(bf16_kk_bf16_pp_128x128, kBF16,     kBF16, true,     true,     kNone,     128, 128,  64, 2, 1, kPingpong,    false) \
   X(bf16_kn_bf16_128x256,  kBF16,       kBF16, true,     false,    kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
   X(f16_kk_f16_128x256,    kF16,        kF16,  true,     true,     kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
@@ -82,6 +83,9 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 // Within a problem's group (operands, out, layouts, scaling) the kernel is chosen by shape, from
 // the measured sweep in docs/perf-notes.md ("GEMM", H200):
 //
+//   M <= 128, N <= 6144 and a cooperative 128x64 kernel exists
+//       -> 128x64 (four times the CTAs of 128x256); split-K 2 when K >= 8192 and 2 T <= S, else
+//          data-parallel
 //   M <= 256 (one or two 128-row tiles) and a cooperative 128x128 kernel smaller than the largest
 //       -> 128x128 (twice the CTAs of 128x256 over a weight-bandwidth-bound problem);
 //          split-K over min(S / T, K tiles / 4, 3) when that is >= 2, else data-parallel
@@ -142,6 +146,7 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   const KernelSpec* largest = cands[0];
   const KernelSpec* small = nullptr;     // cooperative 128x128 with the stream-K scheduler
   const KernelSpec* pingpong = nullptr;  // ping-pong 128x128
+  const KernelSpec* narrow = nullptr;    // cooperative 128x64 with the stream-K scheduler
   for (size_t i = 0; i < count; ++i) {
     const KernelSpec* k = cands[i];
     if (int64_t{k->tile_m} * k->tile_n > int64_t{largest->tile_m} * largest->tile_n ||
@@ -152,8 +157,18 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     if (k->tile_m == 128 && k->tile_n == 128 && k->stream_k && k->schedule == Schedule::kCooperative)
       small = k;
     if (k->tile_m == 128 && k->tile_n == 128 && k->schedule == Schedule::kPingpong) pingpong = k;
+    if (k->tile_m == 128 && k->tile_n == 64 && k->stream_k && k->schedule == Schedule::kCooperative)
+      narrow = k;
   }
   const int64_t sms = sm_count > 0 ? sm_count : 132;
+  if (narrow != nullptr && narrow != largest && m <= 128 && n <= 6144) {
+    Plan p = plan_for(*narrow, m, n, kdim, batch, sm_count, 2);
+    if (p.decomposition == Decomposition::kSplitK && kdim < 8192) {
+      p.decomposition = Decomposition::kDataParallel;
+      p.splits = 1;
+    }
+    return p;
+  }
   if (small != nullptr &&
       int64_t{small->tile_m} * small->tile_n < int64_t{largest->tile_m} * largest->tile_n &&
       m <= 256) {

@@ -15,18 +15,32 @@ constexpr KernelSpec spec(const char* name, int tm, int tn, Schedule sched, bool
 }
 constexpr KernelSpec kBig = spec("128x256", 128, 256, Schedule::kCooperative, true);
 constexpr KernelSpec kSmall = spec("128x128", 128, 128, Schedule::kCooperative, true);
+constexpr KernelSpec kNarrow = spec("128x64", 128, 64, Schedule::kCooperative, true);
 constexpr KernelSpec kPingpong = spec("pp_128x128", 128, 128, Schedule::kPingpong, false);
-constexpr const KernelSpec* kBf16Group[] = {&kBig, &kSmall, &kPingpong};
+constexpr const KernelSpec* kBf16Group[] = {&kBig, &kSmall, &kNarrow, &kPingpong};
 constexpr int kSms = 132;
 
-Plan bf16(int64_t m, int64_t n, int64_t k) { return choose_plan(kBf16Group, 3, m, n, k, 1, kSms); }
+Plan bf16(int64_t m, int64_t n, int64_t k) { return choose_plan(kBf16Group, 4, m, n, k, 1, kSms); }
+
+TEST(GemmPlan, SmallMAndNUses128x64) {
+  Plan p = bf16(128, 6144, 4096);  // 96 tiles: data-parallel
+  EXPECT_EQ(p.kernel, &kNarrow);
+  EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
+  p = bf16(128, 4096, 4096);  // 64 tiles, 2 splits would fit, but K < 8192: data-parallel
+  EXPECT_EQ(p.kernel, &kNarrow);
+  EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
+  p = bf16(128, 4096, 14336);  // long K: split-K 2
+  EXPECT_EQ(p.kernel, &kNarrow);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitK);
+  EXPECT_EQ(p.splits, 2);
+}
 
 TEST(GemmPlan, SmallMUses128x128WithAtMostThreeSplits) {
-  Plan p = bf16(128, 6144, 4096);  // 48 tiles: split-K 2
+  Plan p = bf16(128, 8192, 28672);  // 64 tiles: split-K 2
   EXPECT_EQ(p.kernel, &kSmall);
   EXPECT_EQ(p.decomposition, Decomposition::kSplitK);
   EXPECT_EQ(p.splits, 2);
-  p = bf16(128, 4096, 14336);  // 32 tiles: 4 would fit, capped at 3
+  p = bf16(200, 2048, 14336);  // 32 tiles: 4 would fit, capped at 3
   EXPECT_EQ(p.kernel, &kSmall);
   EXPECT_EQ(p.splits, 3);
   p = bf16(128, 10240, 8192);  // 80 tiles: one split fits -> data-parallel, not stream-K

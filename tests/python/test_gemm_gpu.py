@@ -234,6 +234,8 @@ print("ok")
 @pytest.mark.parametrize("force", ["bf16_kk_bf16_128x256,dp", "bf16_kk_bf16_128x256,splitk,3",
                                    "bf16_kk_bf16_128x256,streamk", "bf16_kk_bf16_128x128,dp",
                                    "bf16_kk_bf16_128x128,splitk,3", "bf16_kk_bf16_128x128,streamk",
+                                   "bf16_kk_bf16_128x64,dp", "bf16_kk_bf16_128x64,splitk,3",
+                                   "bf16_kk_bf16_128x64,streamk",
                                    "bf16_kk_bf16_pp_128x128,dp,1,h,2"])
 def test_every_bf16_kernel_forced(force):
     """Each bf16 kernel of the table (and each decomposition), whatever the shape rules would pick:
