@@ -567,15 +567,12 @@ bool kernel_usable(const KernelSpec& k, const void* ctx) {
 Status plan(Call* call, int sm_count, size_t workspace_size, size_t* needed) {
   sm90::Launch& l = call->launch;
   l.sm_count = sm_count;
-  const KernelSpec* best = call->candidates.front();
-  for (const KernelSpec* k : call->candidates) {
-    if (int64_t{k->tile_m} * k->tile_n > int64_t{best->tile_m} * best->tile_n) best = k;
-  }
   const std::string group = sm90::group_name(call->operands, call->out, call->a_k_major,
                                              call->b_k_major, call->scaling);
   Plan p;
   if (!sm90::tuned_plan(group, l.m, l.n, l.k, l.batch, &kernel_usable, call, &p)) {
-    p = sm90::plan_for(*best, l.m, l.n, l.k, l.batch, sm_count);
+    p = sm90::choose_plan(call->candidates.data(), call->candidates.size(), l.m, l.n, l.k,
+                          l.batch, sm_count);
   }
   auto apply = [&](const Plan& q) {
     l.decomposition = q.decomposition;

@@ -47,6 +47,9 @@ struct KernelSpec {
 #define DW_SM90_GEMM_KERNELS(X)                                                                        \
   /* name                  operands     out    A K-major B K-major scaling    tile M,N,K     cluster sched        stream-K */ \
   X(bf16_kk_bf16_128x256,  kBF16,       kBF16, true,     true,     kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
+  X(bf16_kk_bf16_128x128,  kBF16,       kBF16, true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
+  X(bf16_kk_bf16_128x64,   kBF16,       kBF16, true,     true,     kNone,     128,  64,  64, 1, 1, kCooperative, true)  \
+  X(bf16_kk_bf16_pp_128x128, kBF16,     kBF16, true,     true,     kNone,     128, 128,  64, 2, 1, kPingpong,    false) \
   X(bf16_kn_bf16_128x256,  kBF16,       kBF16, true,     false,    kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
   X(f16_kk_f16_128x256,    kF16,        kF16,  true,     true,     kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
   X(bf16_kk_f32_128x128,   kBF16,       kF32,  true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
@@ -77,14 +80,25 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 
 // ----------------------------------------------------------------------------- the shape rules
 //
-// Among the kernels of a problem's group (operands, out, layouts, scaling) the largest tile wins
-// unless it leaves most SMs idle; then the work is spread by splitting K:
+// Within a problem's group (operands, out, layouts, scaling) the kernel is chosen by shape, from
+// the measured sweep in docs/perf-notes.md ("GEMM", H200):
 //
-//   output tiles T (all batches) vs SMs S      K tiles      decomposition
+//   M <= 128, N <= 6144 and a cooperative 128x64 kernel exists
+//       -> 128x64 (four times the CTAs of 128x256); split-K 2 when K >= 8192 and 2 T <= S, else
+//          data-parallel
+//   M <= 256 (one or two 128-row tiles) and a cooperative 128x128 kernel smaller than the largest
+//       -> 128x128 (twice the CTAs of 128x256 over a weight-bandwidth-bound problem);
+//          split-K over min(S / T, K tiles / 4, 3) when that is >= 2, else data-parallel
+//   otherwise a ping-pong kernel exists, T(largest tile) < 4 S and K <= 8192
+//       -> ping-pong 128x128, data-parallel (mid-size problems: M ~ 1k-4k, K <= 8k)
+//   otherwise the largest tile, with the decomposition below; swizzle 2 when N > 8192, M >= 4096
+//
+// Decomposition of the largest tile (T output tiles over all batches, S SMs):
+//
 //   T >= 2 S, or the last wave >= 60 % full     any          data-parallel
 //   S <= T < 2 S, last wave < 60 % full         >= 4         stream-K (balances the partial wave)
 //   T < S                                       >= 8         split-K, splits = min(S / T, K tiles / 4, 16)
-//                                                            (stream-K when that gives < 2 splits)
+//                                                            (data-parallel when that gives < 2 splits)
 //   anything else                                            data-parallel
 //
 // Split-K and stream-K need workspace (partial tiles); without enough, data-parallel runs instead.
@@ -99,8 +113,9 @@ struct Plan {
 
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The decomposition for kernel `k`; split-K uses at most `max_splits`.
 constexpr Plan plan_for(const KernelSpec& k, int64_t m, int64_t n, int64_t kdim, int64_t batch,
-                        int sm_count) {
+                        int sm_count, int64_t max_splits = 16) {
   Plan p;
   p.kernel = &k;
   const int64_t tiles = ceil_div(m, k.tile_m) * ceil_div(n, k.tile_n) * batch;
@@ -116,14 +131,55 @@ constexpr Plan plan_for(const KernelSpec& k, int64_t m, int64_t n, int64_t kdim,
   if (k_tiles >= 8) {
     int64_t splits = sms / tiles;
     if (splits > k_tiles / 4) splits = k_tiles / 4;
-    if (splits > 16) splits = 16;
+    if (splits > max_splits) splits = max_splits;
     if (splits >= 2) {
       p.decomposition = Decomposition::kSplitK;
       p.splits = static_cast<int32_t>(splits);
-    } else {
-      p.decomposition = Decomposition::kStreamK;
     }
   }
+  return p;
+}
+
+// The kernel and decomposition among a group's kernels `cands[0..count)` (the rules above).
+constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t m, int64_t n,
+                           int64_t kdim, int64_t batch, int sm_count) {
+  const KernelSpec* largest = cands[0];
+  const KernelSpec* small = nullptr;     // cooperative 128x128 with the stream-K scheduler
+  const KernelSpec* pingpong = nullptr;  // ping-pong 128x128
+  const KernelSpec* narrow = nullptr;    // cooperative 128x64 with the stream-K scheduler
+  for (size_t i = 0; i < count; ++i) {
+    const KernelSpec* k = cands[i];
+    if (int64_t{k->tile_m} * k->tile_n > int64_t{largest->tile_m} * largest->tile_n ||
+        (int64_t{k->tile_m} * k->tile_n == int64_t{largest->tile_m} * largest->tile_n &&
+         k->schedule == Schedule::kCooperative && largest->schedule != Schedule::kCooperative)) {
+      largest = k;
+    }
+    if (k->tile_m == 128 && k->tile_n == 128 && k->stream_k && k->schedule == Schedule::kCooperative)
+      small = k;
+    if (k->tile_m == 128 && k->tile_n == 128 && k->schedule == Schedule::kPingpong) pingpong = k;
+    if (k->tile_m == 128 && k->tile_n == 64 && k->stream_k && k->schedule == Schedule::kCooperative)
+      narrow = k;
+  }
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  if (narrow != nullptr && narrow != largest && m <= 128 && n <= 6144) {
+    Plan p = plan_for(*narrow, m, n, kdim, batch, sm_count, 2);
+    if (p.decomposition == Decomposition::kSplitK && kdim < 8192) {
+      p.decomposition = Decomposition::kDataParallel;
+      p.splits = 1;
+    }
+    return p;
+  }
+  if (small != nullptr &&
+      int64_t{small->tile_m} * small->tile_n < int64_t{largest->tile_m} * largest->tile_n &&
+      m <= 256) {
+    return plan_for(*small, m, n, kdim, batch, sm_count, 3);
+  }
+  const int64_t tiles = ceil_div(m, largest->tile_m) * ceil_div(n, largest->tile_n) * batch;
+  if (pingpong != nullptr && pingpong != largest && tiles < 4 * sms && kdim <= 8192) {
+    return plan_for(*pingpong, m, n, kdim, batch, sm_count);
+  }
+  Plan p = plan_for(*largest, m, n, kdim, batch, sm_count);
+  if (p.decomposition == Decomposition::kDataParallel && n > 8192 && m >= 4096) p.swizzle = 2;
   return p;
 }
 

@@ -15,6 +15,8 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <atomic>
 #include <string>
 #include <type_traits>
 
@@ -217,7 +219,37 @@ struct Sm90Gemm {
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
   using Arguments = typename Gemm::Arguments;
 
-  static Arguments arguments(const Launch& l) {
+  // Once per device: raise the kernel's dynamic shared-memory limit and ask how many clusters can
+  // be resident at once (CUTLASS sizes the persistent grid by it; without it the grid assumes every
+  // SM takes a CTA, and a cluster that does not fit waits for a whole tile's time). Returns that
+  // count (0 when the query fails: CUTLASS then sizes the grid by the SM count), or -1 when the
+  // shared-memory attribute could not be set.
+  static int device_setup(int device) {
+    constexpr int kMaxDevices = 64;
+    static std::atomic<int> cache[kMaxDevices] = {};  // 0: not yet; else clusters + 2
+    if (device < 0 || device >= kMaxDevices) return 0;
+    int v = cache[device].load(std::memory_order_acquire);
+    if (v != 0) return v - 2;
+    int result = 0;
+    constexpr int smem = Kernel::SharedStorageSize;
+    if (smem >= (48 << 10) &&
+        cudaFuncSetAttribute(cutlass::device_kernel<Kernel>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) {
+      cudaGetLastError();
+      result = -1;
+    } else {
+      result = cutlass::KernelHardwareInfo::query_device_max_active_clusters<Kernel>();
+      if (result <= 0) {
+        cudaGetLastError();  // a failed query only costs the hint
+        result = 0;
+      }
+    }
+    // Racing threads compute the same values; the attribute call is idempotent.
+    cache[device].store(result + 2, std::memory_order_release);
+    return result;
+  }
+
+  static Arguments arguments(const Launch& l, int device) {
     using StrideA = typename Kernel::StrideA;
     using StrideB = typename Kernel::StrideB;
     using StrideD = typename Kernel::StrideD;
@@ -258,10 +290,9 @@ struct Sm90Gemm {
       args.mainloop = {static_cast<const ElementA*>(l.a), da, static_cast<const ElementB*>(l.b), db};
     }
     args.epilogue = {Tree::arguments(l), src, ds, static_cast<ElementD*>(l.d), dd};
-    int device = 0;
-    cudaGetDevice(&device);
     args.hw_info.device_id = device;
     args.hw_info.sm_count = l.sm_count;
+    args.hw_info.max_active_clusters = std::max(device_setup(device), 0);
     using Raster = cutlass::gemm::kernel::detail::RasterOrderOptions;
     args.scheduler.max_swizzle_size = l.swizzle;
     args.scheduler.raster_order = l.raster == 1   ? Raster::AlongM
@@ -286,10 +317,27 @@ struct Sm90Gemm {
                                              cutlassGetStatusString(st));
   }
 
-  static size_t workspace(const Launch& l) { return Gemm::get_workspace_size(arguments(l)); }
+  static int current_device() {
+    int device = 0;
+    cudaGetDevice(&device);
+    return device;
+  }
 
+  static size_t workspace(const Launch& l) {
+    return Gemm::get_workspace_size(arguments(l, current_device()));
+  }
+
+  // GemmUniversalAdapter::initialize + run without their per-call cudaFuncSetAttribute calls (two
+  // per launch: the shared-memory limit and, in ClusterLauncher, the non-portable cluster flag,
+  // which no cluster of <= 8 CTAs needs): the attribute is set once per device (device_setup).
   static Status launch(const Launch& l) {
-    Arguments args = arguments(l);
+    const int device = current_device();
+    if (device_setup(device) < 0) {
+      return Status(StatusCode::kCudaError,
+                    "gemm: could not raise the kernel's shared-memory limit on device " +
+                        std::to_string(device));
+    }
+    Arguments args = arguments(l, device);
     cudaStream_t stream = static_cast<cudaStream_t>(l.stream);
     // Not Gemm::can_implement: its TMA checks ask for M, N, K themselves to be multiples of 16
     // bytes, as if every operand were packed. TMA needs only 16-byte aligned base addresses and
@@ -297,12 +345,10 @@ struct Sm90Gemm {
     if (!Kernel::TileScheduler::can_implement(args.scheduler)) {
       return Status(StatusCode::kInternal, "gemm: invalid work decomposition for the kernel");
     }
-    cutlass::Status st;
     if (Gemm::get_workspace_size(args) > l.workspace_size) {
       return Status(StatusCode::kInternal, "gemm: workspace smaller than the kernel needs");
     }
-    Gemm gemm;
-    st = gemm.initialize(args, l.workspace, stream);
+    cutlass::Status st = Kernel::initialize_workspace(args, l.workspace, stream, nullptr);
     if (st != cutlass::Status::kSuccess) {
       cudaError_t err = cudaGetLastError();
       if (err != cudaSuccess) {
@@ -312,14 +358,31 @@ struct Sm90Gemm {
       }
       return error("initialize", st);
     }
-    st = gemm.run(stream);
-    cudaError_t err = cudaGetLastError();
+    typename Kernel::Params params = Kernel::to_underlying_arguments(args, l.workspace);
+    const dim3 grid = Kernel::get_grid_shape(params);
+    const dim3 block = Kernel::get_block_shape();
+    cudaLaunchAttribute cluster_attr;
+    cluster_attr.id = cudaLaunchAttributeClusterDimension;
+    cluster_attr.val.clusterDim.x = size<0>(ClusterShape{});
+    cluster_attr.val.clusterDim.y = size<1>(ClusterShape{});
+    cluster_attr.val.clusterDim.z = size<2>(ClusterShape{});
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = Kernel::SharedStorageSize;
+    config.stream = stream;
+    config.attrs = &cluster_attr;
+    config.numAttrs = 1;
+    void* kernel_params[] = {&params};
+    cudaError_t err = cudaLaunchKernelExC(
+        &config, reinterpret_cast<const void*>(cutlass::device_kernel<Kernel>), kernel_params);
+    if (err == cudaSuccess) err = cudaGetLastError();
     if (err != cudaSuccess) {
+      cudaGetLastError();
       return Status(err == cudaErrorMemoryAllocation ? StatusCode::kOutOfMemory : StatusCode::kCudaError,
                     std::string("gemm: kernel launch failed: ") + cudaGetErrorName(err) + " (" +
                         cudaGetErrorString(err) + ")");
     }
-    if (st != cutlass::Status::kSuccess) return error("run", st);
     return Status::Ok();
   }
 };

@@ -212,6 +212,44 @@ def test_small_outputs_split_k(m, n, k):
     assert rel_l2(out, reference(a, b)) <= 1e-2
 
 
+_FORCED_SCRIPT = r"""
+import torch, deepwell
+torch.manual_seed(0)
+for m, n, k in [(1, 8, 16), (37, 304, 264), (128, 6144, 4096), (300, 1000, 8200), (1000, 1104, 520)]:
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    res = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    deepwell.gemm(a, w.t(), bias=bias, activation="gelu_tanh", residual=res, out=out)
+    ref = torch.nn.functional.gelu(a.double() @ w.double().t() + bias.double(),
+                                   approximate="tanh") + res.double()
+    assert torch.isfinite(out).all(), (m, n, k)
+    err = ((out.double() - ref).norm() / ref.norm()).item()
+    assert err <= 1e-2, (m, n, k, err)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("force", ["bf16_kk_bf16_128x256,dp", "bf16_kk_bf16_128x256,splitk,3",
+                                   "bf16_kk_bf16_128x256,streamk", "bf16_kk_bf16_128x128,dp",
+                                   "bf16_kk_bf16_128x128,splitk,3", "bf16_kk_bf16_128x128,streamk",
+                                   "bf16_kk_bf16_128x64,dp", "bf16_kk_bf16_128x64,splitk,3",
+                                   "bf16_kk_bf16_128x64,streamk",
+                                   "bf16_kk_bf16_pp_128x128,dp,1,h,2"])
+def test_every_bf16_kernel_forced(force):
+    """Each bf16 kernel of the table (and each decomposition), whatever the shape rules would pick:
+    DEEPWELL_GEMM_FORCE is read once per process, so every setting runs in a subprocess."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, DEEPWELL_GEMM_FORCE=force)
+    r = subprocess.run([sys.executable, "-c", _FORCED_SCRIPT], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
 def test_linear_like_call_allocates_output():
     x = torch.randn(4, 33, 256, device=DEV, dtype=torch.bfloat16)
     w = torch.randn(512, 256, device=DEV, dtype=torch.bfloat16)

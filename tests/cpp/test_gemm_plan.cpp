@@ -1,0 +1,96 @@
+// The sm_90a GEMM shape rules (choose_plan / plan_for in src/gemm/gemm_sm90_table.hpp) on the
+// shapes they were measured on (docs/perf-notes.md, "GEMM"). Pure host code: runs without a GPU.
+#include <gtest/gtest.h>
+
+#include "gemm/gemm_sm90_table.hpp"
+
+namespace {
+
+using namespace deepwell;
+using namespace deepwell::matmul::sm90;
+
+constexpr KernelSpec spec(const char* name, int tm, int tn, Schedule sched, bool sk) {
+  return KernelSpec{name, Operands::kBF16, DType::kBF16, true, true, Scaling::kNone, tm, tn, 64,
+                    1, 1, sched, sk, nullptr, nullptr};
+}
+constexpr KernelSpec kBig = spec("128x256", 128, 256, Schedule::kCooperative, true);
+constexpr KernelSpec kSmall = spec("128x128", 128, 128, Schedule::kCooperative, true);
+constexpr KernelSpec kNarrow = spec("128x64", 128, 64, Schedule::kCooperative, true);
+constexpr KernelSpec kPingpong = spec("pp_128x128", 128, 128, Schedule::kPingpong, false);
+constexpr const KernelSpec* kBf16Group[] = {&kBig, &kSmall, &kNarrow, &kPingpong};
+constexpr int kSms = 132;
+
+Plan bf16(int64_t m, int64_t n, int64_t k) { return choose_plan(kBf16Group, 4, m, n, k, 1, kSms); }
+
+TEST(GemmPlan, SmallMAndNUses128x64) {
+  Plan p = bf16(128, 6144, 4096);  // 96 tiles: data-parallel
+  EXPECT_EQ(p.kernel, &kNarrow);
+  EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
+  p = bf16(128, 4096, 4096);  // 64 tiles, 2 splits would fit, but K < 8192: data-parallel
+  EXPECT_EQ(p.kernel, &kNarrow);
+  EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
+  p = bf16(128, 4096, 14336);  // long K: split-K 2
+  EXPECT_EQ(p.kernel, &kNarrow);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitK);
+  EXPECT_EQ(p.splits, 2);
+}
+
+TEST(GemmPlan, SmallMUses128x128WithAtMostThreeSplits) {
+  Plan p = bf16(128, 8192, 28672);  // 64 tiles: split-K 2
+  EXPECT_EQ(p.kernel, &kSmall);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitK);
+  EXPECT_EQ(p.splits, 2);
+  p = bf16(200, 2048, 14336);  // 32 tiles: 4 would fit, capped at 3
+  EXPECT_EQ(p.kernel, &kSmall);
+  EXPECT_EQ(p.splits, 3);
+  p = bf16(128, 10240, 8192);  // 80 tiles: one split fits -> data-parallel, not stream-K
+  EXPECT_EQ(p.kernel, &kSmall);
+  EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
+  p = bf16(128, 57344, 8192);  // 448 tiles
+  EXPECT_EQ(p.kernel, &kSmall);
+  EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
+}
+
+TEST(GemmPlan, MidSizeUsesPingpong) {
+  EXPECT_EQ(bf16(1024, 6144, 4096).kernel, &kPingpong);
+  EXPECT_EQ(bf16(4096, 4096, 4096).kernel, &kPingpong);
+  EXPECT_EQ(bf16(1024, 10240, 8192).kernel, &kPingpong);
+  // long K stays on the large tile: 128 tiles < 132 SMs, one split -> data-parallel
+  Plan p = bf16(1024, 4096, 14336);
+  EXPECT_EQ(p.kernel, &kBig);
+  EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
+}
+
+TEST(GemmPlan, LargeUses128x256SwizzledForWideN) {
+  Plan p = bf16(8192, 8192, 8192);
+  EXPECT_EQ(p.kernel, &kBig);
+  EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
+  EXPECT_EQ(p.swizzle, 1);
+  p = bf16(16384, 28672, 4096);
+  EXPECT_EQ(p.kernel, &kBig);
+  EXPECT_EQ(p.swizzle, 2);
+}
+
+TEST(GemmPlan, SingleKernelGroupKeepsTheSplitKRule) {
+  const KernelSpec* only[] = {&kBig};
+  Plan p = choose_plan(only, 1, 128, 6144, 4096, 1, kSms);  // 24 tiles: min(132/24, 64/4) = 5
+  EXPECT_EQ(p.kernel, &kBig);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitK);
+  EXPECT_EQ(p.splits, 5);
+  // 200 tiles, last wave 68/132 < 60 %: stream-K
+  p = choose_plan(only, 1, 128 * 50, 256 * 4, 4096, 1, kSms);
+  EXPECT_EQ(p.decomposition, Decomposition::kStreamK);
+}
+
+TEST(GemmPlan, SmallMRuleNeedsASmallerTile) {
+  // a group whose kernels are all 128x128 (fp32 output, fp8) keeps the split-K rule of the first
+  constexpr KernelSpec other = spec("128x128 b", 128, 128, Schedule::kCooperative, true);
+  const KernelSpec* group[] = {&kSmall, &other};
+  Plan p = choose_plan(group, 2, 128, 6144, 4096, 1, kSms);  // 48 tiles: min(132/48, 64/4) = 2
+  EXPECT_EQ(p.kernel, &kSmall);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitK);
+  p = choose_plan(group, 2, 128, 4096, 14336, 1, kSms);  // 32 tiles: 4 splits, not capped at 3
+  EXPECT_EQ(p.splits, 4);
+}
+
+}  // namespace
