@@ -7,8 +7,12 @@
 // the next. Tiles are numbered in a fixed order:
 //  - non-causal: heads outer, m-blocks inner, so CTAs running at the same time share a head's K/V
 //    in L2;
-//  - with a right-bounded (causal) mask: the heaviest m-blocks of every head first (longest
-//    processing time first), so the round-robin hands every CTA a similar amount of work.
+//  - with a right-bounded (causal) mask: the heaviest m-blocks first (longest processing time
+//    first), so the round-robin hands every CTA a similar amount of work, within groups of
+//    group_bh heads. With many m-blocks per head the group is all heads. With few (short S) a
+//    round of heaviest-first tiles would be one m-block of ~grid different heads, each CTA reading
+//    its own K/V; groups of ~grid / m-blocks heads keep a round's K/V in L2 (launcher:
+//    kGroupedCausalMaxMBlocks).
 #pragma once
 
 #include "attention/fwd_sm90_traits.cuh"
@@ -30,8 +34,12 @@ __device__ __forceinline__ TileCoord tile_coord(Params const& p, int tile) {
   const int bh_count = p.heads * p.batch;
   int m_block, bh;
   if (p.longest_first) {
-    m_block = p.num_m_blocks - 1 - tile / bh_count;
-    bh = tile % bh_count;
+    // Groups of group_bh heads, one after the other; inside a group the heaviest m-blocks first.
+    const int per_group = p.group_bh * p.num_m_blocks;
+    const int g = tile / per_group, r = tile % per_group;
+    const int heads_in_group = min(p.group_bh, bh_count - g * p.group_bh);
+    m_block = p.num_m_blocks - 1 - r / heads_in_group;
+    bh = g * p.group_bh + r % heads_in_group;
   } else {
     bh = tile / p.num_m_blocks;
     m_block = tile % p.num_m_blocks;

@@ -151,7 +151,8 @@ struct FwdParams {
 
   int num_m_blocks = 0;
   int num_tiles = 0;
-  bool longest_first = false;  // schedule the heaviest (causal) m-blocks first
+  bool longest_first = false;  // schedule the heaviest (causal) m-blocks first...
+  int group_bh = 1;            // ...within groups of this many (batch, head) pairs
 };
 
 }  // namespace deepwell::attention::sm90

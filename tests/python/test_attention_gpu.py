@@ -224,7 +224,7 @@ def test_cuda_errors():
         deepwell.attention(q, q.cpu(), q)
 
 
-@pytest.mark.parametrize("max_grid", [1, 3])
+@pytest.mark.parametrize("max_grid", [1, 3, 20])
 def test_many_tiles_per_cta(max_grid, monkeypatch, seed):
     """The persistent loop: cap the grid so every CTA runs many consecutive tiles."""
     monkeypatch.setenv("DEEPWELL_ATTN_MAX_GRID", str(max_grid))
@@ -233,6 +233,9 @@ def test_many_tiles_per_cta(max_grid, monkeypatch, seed):
         q, k, v = (rand((2, 700, 3, D), torch.bfloat16, g) for _ in range(3))
         check(q, k, v)
         check(q, k, v, causal=True)
+    # Causal with few m-blocks: head groups of grid / m-blocks, the last one partial (10 heads).
+    q, k, v = (rand((2, 300, 5, 128), torch.bfloat16, g) for _ in range(3))
+    check(q, k, v, causal=True)
     lens = [300, 0, 129, 5]
     cu = torch.tensor([0, 300, 300, 429, 434], dtype=torch.int32, device="cuda")
     q = rand((434, 4, 128), torch.bfloat16, g)
