@@ -1,0 +1,98 @@
+"""Interleaved A/B timing of attention variants against SDPA's cuDNN backend, in one process.
+
+A variant is a set of environment variables that an experimental build of the library reads at
+call time (e.g. a `std::getenv("DW_EXP_...")` switch in a launcher, kept out of commits). Every
+repetition times each variant once, in an order that rotates from one repetition to the next,
+so clock and thermal drift hit all variants alike; timing the variants one after the other
+moved ratios by up to 8% (docs/perf-notes.md, attention item 6). Each call is timed alone (CUDA
+events, synchronized after each call, so host launch time counts), median of --reps. Inputs
+rotate over 4 sets; each variant's output is checked against cuDNN's (relative L2 <= 1e-2)
+before timing.
+
+    PYTHONPATH=build/python python3 bench/ab.py --d 128 --causal both --S 512,2048,8192 \
+        --variant cur: --variant old:DW_EXP_OLD_ORDER=1
+
+Prints one line per case: TFLOP/s of each variant and of cuDNN, and each variant / cuDNN.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+
+
+def parse_variant(text: str) -> tuple[str, dict]:
+    name, _, env = text.partition(":")
+    pairs = [kv for kv in env.split(",") if kv]
+    return name, dict(kv.split("=", 1) for kv in pairs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--d", default="128", help="head dims, comma-separated")
+    ap.add_argument("--S", default="512,2048,8192", help="sequence lengths, comma-separated")
+    ap.add_argument("--causal", choices=["yes", "no", "both"], default="both")
+    ap.add_argument("--variant", action="append", required=True,
+                    help="NAME:VAR=VALUE[,VAR=VALUE...] (NAME: alone = no variables)")
+    ap.add_argument("--reps", type=int, default=40)
+    args = ap.parse_args()
+
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    import deepwell
+
+    variants = dict(parse_variant(v) for v in args.variant)
+    keys = {k for env in variants.values() for k in env}
+
+    def ours(env, causal):
+        def f(q, k, v):
+            for key in keys:
+                os.environ.pop(key, None)
+            os.environ.update(env)
+            return deepwell.attention(q, k, v, causal=causal)
+        return f
+
+    def cudnn(causal):
+        def f(q, k, v):
+            with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                return torch.nn.functional.scaled_dot_product_attention(
+                    q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal
+                ).transpose(1, 2)
+        return f
+
+    causals = {"yes": [True], "no": [False], "both": [False, True]}[args.causal]
+    for d in (int(x) for x in args.d.split(",")):
+        for causal in causals:
+            for S in (int(x) for x in args.S.split(",")):
+                H, B = 2048 // d, 16384 // S  # the FA3 sweep: 16k tokens, hidden 2048
+                sets = [tuple(torch.randn(B, S, H, d, device="cuda", dtype=torch.bfloat16)
+                              for _ in range(3)) for _ in range(4)]
+                fns = {n: ours(env, causal) for n, env in variants.items()}
+                ref = cudnn(causal)(*sets[0]).float()
+                for n, f in fns.items():
+                    err = ((f(*sets[0]).float() - ref).norm() / ref.norm()).item()
+                    assert err <= 1e-2, f"{n}: rel L2 {err:.3g} at d={d} S={S} causal={causal}"
+                fns["cudnn"] = cudnn(causal)
+                names = list(fns)
+                for i in range(3):
+                    for n in names:
+                        fns[n](*sets[i % 4])
+                times = {n: [] for n in names}
+                for r in range(args.reps):
+                    order = names[r % len(names):] + names[:r % len(names)]
+                    for j, n in enumerate(order):
+                        a = torch.cuda.Event(enable_timing=True)
+                        b = torch.cuda.Event(enable_timing=True)
+                        a.record()
+                        fns[n](*sets[(r + j) % 4])
+                        b.record()
+                        b.synchronize()
+                        times[n].append(a.elapsed_time(b))
+                flops = 4 * B * H * S * S * d / (2 if causal else 1)
+                tf = {n: flops / sorted(t)[len(t) // 2] / 1e9 for n, t in times.items()}
+                cells = "  ".join(f"{n}={tf[n]:.0f}({tf[n] / tf['cudnn']:.3f})" for n in names)
+                print(f"d={d:<4} causal={causal!s:<5} S={S:<6} {cells}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
