@@ -3,6 +3,7 @@
 
 #include "attention/problem.hpp"
 #include "gemm/problem.hpp"
+#include "quant/problem.hpp"
 
 namespace deepwell {
 namespace {
@@ -15,5 +16,13 @@ Status no_cuda(const char* op) {
 
 Status attention::forward_cuda(const Problem&, const Context&) { return no_cuda("attention_forward"); }
 Status matmul::gemm_cuda(const Problem&, const Context&) { return no_cuda("gemm"); }
+Status quant::quantize_cuda(const Problem&, const Context&) { return no_cuda("quantize"); }
+Status quant::dequantize_cuda(const DequantProblem&, const Context&) {
+  return no_cuda("dequantize");
+}
+Status quant::swizzle_cuda(const uint8_t*, uint8_t*, int64_t, int64_t, bool, Device,
+                           const Context&) {
+  return no_cuda("swizzle_scales");
+}
 
 }  // namespace deepwell

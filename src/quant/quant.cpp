@@ -476,21 +476,4 @@ Status scaled_gemm_reference(const ScaledGemmArgs& args, const Context& ctx) {
   return detail::guarded("scaled_gemm_reference", [&] { return scaled_gemm_impl(args, ctx); });
 }
 
-#ifndef DEEPWELL_WITH_CUDA
-namespace quant {
-namespace {
-Status no_cuda(const char* op) {
-  return Status(StatusCode::kNotSupported,
-                std::string(op) + ": this build of deepwell has no CUDA kernels (configured with "
-                                  "DEEPWELL_CUDA=OFF or without nvcc); use CPU tensors");
-}
-}  // namespace
-Status quantize_cuda(const Problem&, const Context&) { return no_cuda("quantize"); }
-Status dequantize_cuda(const DequantProblem&, const Context&) { return no_cuda("dequantize"); }
-Status swizzle_cuda(const uint8_t*, uint8_t*, int64_t, int64_t, bool, Device, const Context&) {
-  return no_cuda("swizzle_scales");
-}
-}  // namespace quant
-#endif
-
 }  // namespace deepwell
