@@ -129,15 +129,11 @@ __global__ void __launch_bounds__(Traits::kNumThreads, 1)
 // stepped over, so any valid stride does.
 inline int64_t tma_stride(int64_t stride, int64_t size) { return size <= 1 ? 8 : stride; }
 
-// Causal tile order (fwd_sm90_scheduler.cuh): heads in groups of grid / 4, so that each round of
-// heaviest-first tiles puts 4 CTAs on each of ~33 heads (they share its K/V in L2, and a round
-// spans only 4 m-block lengths), as long as a head has at most 32 m-blocks. Measured on an H100
-// (docs/perf-notes.md, item 18), x cuDNN, all heads in one group -> groups of grid / 4: S = 1k
-// d=128 0.77 -> 1.13, d=256 0.76 -> 1.08; S = 2k d=128 0.76 -> 1.12, d=64 0.85 -> 0.99;
-// S = 4k within +-5%. Groups of other sizes (grid / 8, grid / 16, grid / 2) lost up to 30%; with
-// more m-blocks (S >= 8k) all heads in one group was best (1.09-1.13x; 24 heads: 0.97-1.05x).
-constexpr int kCausalGroupCtasPerHead = 4;
-constexpr int kCausalGroupMaxMBlocks = 32;
+// Grouping heads in the causal order pays where each head has few m-blocks (H100, x cuDNN, heaviest-
+// first over all heads -> grouped): 4 m-blocks (S = 512) d=64 0.89 -> 0.95, d=128 0.78 -> 1.09,
+// d=256 0.80 -> 1.03; 8 m-blocks +2-9%. From 16 on it loses up to 30% (d=256, S=2k) and at long S
+// heaviest-first over all heads is at 1.07-1.11x.
+constexpr int kGroupedCausalMaxMBlocks = 8;
 
 template <class Element, int kHeadDim, class Tile>
 Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
@@ -249,10 +245,10 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
   if (const char* env = std::getenv("DEEPWELL_ATTN_MAX_GRID")) {
     if (std::atoi(env) > 0) grid = std::min(grid, std::atoi(env));
   }
-  // Causal tile order: head groups (see kCausalGroupCtasPerHead).
-  p.group_bh = p.num_m_blocks <= kCausalGroupMaxMBlocks
-                   ? std::max(1, grid / kCausalGroupCtasPerHead)
-                   : p.heads * p.batch;
+  // Causal tile order (fwd_sm90_scheduler.cuh): with few m-blocks per head, groups of heads of
+  // about one round of tiles each; otherwise heaviest-first over all heads.
+  p.group_bh = p.num_m_blocks <= kGroupedCausalMaxMBlocks ? std::max(1, grid / p.num_m_blocks)
+                                                          : p.heads * p.batch;
   kernel<<<grid, T::kNumThreads, T::kSmemBytes, static_cast<cudaStream_t>(ctx.stream)>>>(p);
   return detail::last_launch_status(kOp);
 }

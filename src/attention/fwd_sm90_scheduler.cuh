@@ -9,9 +9,10 @@
 //    in L2;
 //  - with a right-bounded (causal) mask: the heaviest m-blocks first (longest processing time
 //    first), so the round-robin hands every CTA a similar amount of work, within groups of
-//    group_bh heads. Over all heads at once, a round of a short-S problem would be one m-block
-//    of ~grid different heads, each CTA streaming its own K/V from HBM; groups of grid / 4 heads
-//    put 4 CTAs on each head of a round (launcher: kCausalGroupCtasPerHead).
+//    group_bh heads. With many m-blocks per head the group is all heads. With few (short S) a
+//    round of heaviest-first tiles would be one m-block of ~grid different heads, each CTA reading
+//    its own K/V; groups of ~grid / m-blocks heads keep a round's K/V in L2 (launcher:
+//    kGroupedCausalMaxMBlocks).
 #pragma once
 
 #include "attention/fwd_sm90_traits.cuh"

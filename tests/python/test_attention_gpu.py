@@ -233,8 +233,7 @@ def test_many_tiles_per_cta(max_grid, monkeypatch, seed):
         q, k, v = (rand((2, 700, 3, D), torch.bfloat16, g) for _ in range(3))
         check(q, k, v)
         check(q, k, v, causal=True)
-    # Causal head groups of grid / 4 (5 with max_grid 20): 10 heads make two groups here; the
-    # 6 heads above leave a partial one.
+    # Causal with few m-blocks: head groups of grid / m-blocks, the last one partial (10 heads).
     q, k, v = (rand((2, 300, 5, 128), torch.bfloat16, g) for _ in range(3))
     check(q, k, v, causal=True)
     lens = [300, 0, 129, 5]
