@@ -129,11 +129,14 @@ __global__ void __launch_bounds__(Traits::kNumThreads, 1)
 // stepped over, so any valid stride does.
 inline int64_t tma_stride(int64_t stride, int64_t size) { return size <= 1 ? 8 : stride; }
 
-// Grouping heads in the causal order pays where each head has few m-blocks (H100, x cuDNN, heaviest-
-// first over all heads -> grouped): 4 m-blocks (S = 512) d=64 0.89 -> 0.95, d=128 0.78 -> 1.09,
-// d=256 0.80 -> 1.03; 8 m-blocks +2-9%. From 16 on it loses up to 30% (d=256, S=2k) and at long S
-// heaviest-first over all heads is at 1.07-1.11x.
-constexpr int kGroupedCausalMaxMBlocks = 8;
+// Causal tile order (fwd_sm90_scheduler.cuh): heaviest-first inside groups of about grid / 4 heads,
+// so a round of tiles holds ~4 m-blocks of each head and ~4 CTAs share each K/V in L2 (perf-notes
+// items 17-18; H100, x cuDNN, all heads -> groups of grid / 4): S = 1k d=128 0.77 -> 1.13, d=256
+// 0.76 -> 1.08; S = 2k d=128 0.76 -> 1.12, d=64 0.85 -> 0.99; S = 4k within 5%. From 64 m-blocks
+// per head (S = 8k at 128-row tiles) heaviest-first over all heads is faster (1.09-1.13x against
+// 0.97-1.05x for groups of 24).
+constexpr int kCausalGroupCtasPerHead = 4;
+constexpr int kCausalGroupMaxMBlocks = 32;
 
 template <class Element, int kHeadDim, class Tile>
 Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
@@ -245,10 +248,9 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
   if (const char* env = std::getenv("DEEPWELL_ATTN_MAX_GRID")) {
     if (std::atoi(env) > 0) grid = std::min(grid, std::atoi(env));
   }
-  // Causal tile order (fwd_sm90_scheduler.cuh): with few m-blocks per head, groups of heads of
-  // about one round of tiles each; otherwise heaviest-first over all heads.
-  p.group_bh = p.num_m_blocks <= kGroupedCausalMaxMBlocks ? std::max(1, grid / p.num_m_blocks)
-                                                          : p.heads * p.batch;
+  p.group_bh = p.num_m_blocks <= kCausalGroupMaxMBlocks
+                   ? std::max(1, grid / kCausalGroupCtasPerHead)
+                   : p.heads * p.batch;
   kernel<<<grid, T::kNumThreads, T::kSmemBytes, static_cast<cudaStream_t>(ctx.stream)>>>(p);
   return detail::last_launch_status(kOp);
 }

@@ -9,10 +9,10 @@
 //    in L2;
 //  - with a right-bounded (causal) mask: the heaviest m-blocks first (longest processing time
 //    first), so the round-robin hands every CTA a similar amount of work, within groups of
-//    group_bh heads. With many m-blocks per head the group is all heads. With few (short S) a
-//    round of heaviest-first tiles would be one m-block of ~grid different heads, each CTA reading
-//    its own K/V; groups of ~grid / m-blocks heads keep a round's K/V in L2 (launcher:
-//    kGroupedCausalMaxMBlocks).
+//    group_bh heads. With many m-blocks per head the group is all heads. With few (S up to ~4k)
+//    a round of heaviest-first tiles would be one m-block of ~grid different heads, each CTA
+//    reading its own K/V; groups of ~grid / 4 heads put ~4 m-blocks of each head in a round, so
+//    ~4 CTAs share its K/V in L2 (launcher: kCausalGroupCtasPerHead, kCausalGroupMaxMBlocks).
 #pragma once
 
 #include "attention/fwd_sm90_traits.cuh"
