@@ -5,7 +5,10 @@ call time (e.g. a `std::getenv("DW_EXP_...")` switch in a launcher, kept out of 
 repetition times each variant once, in an order that rotates from one repetition to the next,
 so clock and thermal drift hit all variants alike; timing the variants one after the other
 moved ratios by up to 8% (docs/perf-notes.md, attention item 6). Each call is timed alone (CUDA
-events, synchronized after each call, so host launch time counts), median of --reps. Inputs
+events, calls back to back and one synchronization per repetition, as bench/timing.py does;
+until 2026-11-21 session 4 every call was synchronized, which added each implementation's host
+launch time to its GPU time: d=64 causal S=512, cuDNN 181 TFLOP/s there against 259 in the
+benchmark), median of --reps. Inputs
 rotate over 4 sets; each variant's output is checked against cuDNN's (relative L2 <= 1e-2)
 before timing.
 
@@ -80,13 +83,16 @@ def main() -> None:
                 times = {n: [] for n in names}
                 for r in range(args.reps):
                     order = names[r % len(names):] + names[:r % len(names)]
+                    events = []
                     for j, n in enumerate(order):
                         a = torch.cuda.Event(enable_timing=True)
                         b = torch.cuda.Event(enable_timing=True)
                         a.record()
                         fns[n](*sets[(r + j) % 4])
                         b.record()
-                        b.synchronize()
+                        events.append((n, a, b))
+                    torch.cuda.synchronize()
+                    for n, a, b in events:
                         times[n].append(a.elapsed_time(b))
                 flops = 4 * B * H * S * S * d / (2 if causal else 1)
                 tf = {n: flops / sorted(t)[len(t) // 2] / 1e9 for n, t in times.items()}

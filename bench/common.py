@@ -193,10 +193,12 @@ def _context_alive(device: str) -> bool:
 
 def run_variants(variants: list[Variant], device: str, flops: float | None,
                  label: str = "") -> dict:
-    """Checks each variant against its float64 reference on fresh inputs, then times it.
+    """Checks each variant against its float64 reference on fresh inputs, then times the ones that
+    passed together, interleaved (timing.measure_many).
     Returns {name: {"status": "ok"|"FAILED"|"unavailable"|"error", ...}}."""
     results: dict[str, dict] = {}
     sets_cache: dict[int, list] = {}
+    timed: dict[str, tuple] = {}  # name -> (variant, partial result) of those that passed
     for idx, v in enumerate(variants):
         if v.unavailable:
             results[v.name] = {"status": "unavailable", "error": v.unavailable}
@@ -227,29 +229,55 @@ def run_variants(variants: list[Variant], device: str, flops: float | None,
             if key not in sets_cache:
                 n = timing.num_sets(v.set_bytes, device)
                 sets_cache[key] = [v.gen(1000 + i) for i in range(n)]
+            timed[v.name] = (v, res)
+        except Exception as e:  # noqa: BLE001 - a failing variant never stops the run
+            _record_exception(results, v, res, e, device, label)
+
+    if timed:
+        progress(f"{label} -> timing {', '.join(timed)}")
+        try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                res.update(timing.measure(v.fn, sets_cache[key], device))
-            if flops:
-                res["tflops"] = flops / (res["median_us"] * 1e-6) / 1e12
-                if device == "cpu":
-                    res["gflops"] = res["tflops"] * 1e3
-            results[v.name] = {"status": "ok", **res}
-        except NotImplementedError as e:
-            results[v.name] = {"status": "unavailable", "error": f"not available: {e}"}
-        except Exception as e:  # noqa: BLE001 - a failing variant never stops the run
-            msg = f"{type(e).__name__}: {e}"
-            results[v.name] = {"status": "error" if v.ours else "unavailable",
-                               "error": msg[:2000], **res}
+                stats = timing.measure_many(
+                    {n: (v.fn, sets_cache[id(v.gen)]) for n, (v, _) in timed.items()}, device)
+        except Exception:  # noqa: BLE001 - one variant broke the round: time each alone
+            stats = None
             if not _context_alive(device):
-                results[v.name]["error"] += " [CUDA context lost]"
-                raise ContextLost(f"{v.name} at {label}: {msg[:500]}") from e
+                raise
+        for n, (v, res) in timed.items():
+            try:
+                if stats is None:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        res.update(timing.measure(v.fn, sets_cache[id(v.gen)], device))
+                else:
+                    res.update(stats[n])
+                if flops:
+                    res["tflops"] = flops / (res["median_us"] * 1e-6) / 1e12
+                    if device == "cpu":
+                        res["gflops"] = res["tflops"] * 1e3
+                results[n] = {"status": "ok", **res}
+            except Exception as e:  # noqa: BLE001
+                _record_exception(results, v, res, e, device, label)
+    results = {v.name: results[v.name] for v in variants if v.name in results}
     sets_cache.clear()
     if device != "cpu":
         import torch
 
         torch.cuda.empty_cache()
     return results
+
+
+def _record_exception(results: dict, v: Variant, res: dict, e: Exception, device: str,
+                      label: str):
+    if isinstance(e, NotImplementedError):
+        results[v.name] = {"status": "unavailable", "error": f"not available: {e}"}
+        return
+    msg = f"{type(e).__name__}: {e}"
+    results[v.name] = {"status": "error" if v.ours else "unavailable", "error": msg[:2000], **res}
+    if not _context_alive(device):
+        results[v.name]["error"] += " [CUDA context lost]"
+        raise ContextLost(f"{v.name} at {label}: {msg[:500]}") from e
 
 
 def metric(res: dict | None, key: str) -> float | None:

@@ -1,5 +1,10 @@
 """Timers: CUDA events on the GPU, time.perf_counter on the CPU.
 
+The variants of one case are timed interleaved (measure_many): every round calls each variant
+once, in an order that rotates from round to round, back to back on one stream, so clock and
+power drift over the case hits every variant alike (timed one block after another, the first
+variant was favoured by up to 8%; docs/perf-notes.md, attention item 6).
+
 Every call is timed on its own (one event pair around one eager call), so the distribution
 (median, p20, p80) comes out, and host-side launch and binding cost shows wherever it exceeds the
 kernel's time: the GPU reaches the start event, then waits for the call to be enqueued. Between
@@ -71,6 +76,71 @@ def measure(fn, sets: list[tuple], device: str) -> dict:
     if device == "cpu":
         return _measure_cpu(fn, sets)
     return _measure_cuda(fn, sets)
+
+
+def measure_many(entries: dict, device: str) -> dict:
+    """Times several variants interleaved; entries = {name: (fn, sets)}. Returns {name: stats}
+    (the same keys as measure()). Variants that share a sets list share one rotation counter, so
+    a call never reuses the set the previous variant just read (it would find it in L2)."""
+    if device == "cpu" or len(entries) < 2:
+        return {n: measure(fn, sets, device) for n, (fn, sets) in entries.items()}
+    import torch
+
+    global _flush_buf
+    c = CONFIG
+    flush = c["l2"] == "flush"
+    if flush and _flush_buf is None:
+        _flush_buf = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    names = list(entries)
+    counters: dict[int, int] = {}
+
+    def next_args(name):
+        sets = entries[name][1]
+        i = counters.get(id(sets), 0)
+        counters[id(sets)] = i + 1
+        return sets[i % len(sets)]
+
+    # First calls (module load, autotuning, handle creation) and a cost estimate per variant.
+    est = {}
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for n in names:
+        fn = entries[n][0]
+        fn(*next_args(n))
+        torch.cuda.synchronize()
+        e0.record()
+        for _ in range(3):
+            fn(*next_args(n))
+        e1.record()
+        torch.cuda.synchronize()
+        est[n] = max(e0.elapsed_time(e1) / 3, 1e-4)
+    round_ms = sum(est.values())
+    budget = len(names)  # each variant keeps its own warm-up and repetition time, as in measure()
+    for r in range(int(min(1000, c["warmup_ms"] * budget / round_ms))):
+        for n in names:
+            entries[n][0](*next_args(n))
+    reps = int(min(c["max_reps"], max(c["min_reps"], c["rep_ms"] * budget / round_ms)))
+    starts = {n: [torch.cuda.Event(enable_timing=True) for _ in range(reps)] for n in names}
+    ends = {n: [torch.cuda.Event(enable_timing=True) for _ in range(reps)] for n in names}
+    torch.cuda.synchronize()
+    for r in range(reps):
+        k = r % len(names)
+        for n in names[k:] + names[:k]:
+            args = next_args(n)
+            if flush:
+                _flush_buf.zero_()
+            starts[n][r].record()
+            entries[n][0](*args)
+            ends[n][r].record()
+    torch.cuda.synchronize()
+    out = {}
+    for n in names:
+        res = _stats([s.elapsed_time(e) * 1e3 for s, e in zip(starts[n], ends[n])])
+        res["sets"] = len(entries[n][1])
+        res["interleaved_with"] = len(names) - 1
+        if c["do_bench"]:
+            res["do_bench_us"] = _do_bench(entries[n][0], entries[n][1][0])
+        out[n] = res
+    return out
 
 
 def _measure_cpu(fn, sets):
