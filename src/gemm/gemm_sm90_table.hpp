@@ -159,7 +159,7 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   const KernelSpec* largest = nullptr;
   for (size_t i = 0; i < count; ++i) {
     if (cands[i]->schedule == Schedule::kFp8Promoted) {
-      own = cands[i];
+      if (own == nullptr) own = cands[i];  // the first of the table's rows
     } else if (largest == nullptr) {
       largest = cands[i];
     }
