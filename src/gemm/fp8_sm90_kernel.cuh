@@ -39,6 +39,7 @@ struct Params {
   int32_t m_blocks, n_blocks, k_blocks, batch;
   const float* sfb;  // block scaling: (N blocks, K blocks), unit stride along K
   int64_t sfb_ld;
+  int32_t n_scale_blocks;  // ceil(N / 128)
   const float* scale_a_tensor;  // null = 1
   const float* scale_b_tensor;
   int32_t activation;
@@ -63,8 +64,11 @@ struct Fp8Kernel {
   static constexpr int kSmemBytes = Smem::kBytes + 1024;
 
   static_assert(kBlockK == 128, "one promotion per 128 of K: the 1x128 / 128x128 scale blocks");
-  static_assert(!Scale::kMainloopScales || kBlockN == 128,
-                "block scaling: a tile's columns must share one 128x128 B scale block");
+  // Block scaling: a tile's columns lie in one 128-column B scale block (kBlockN = 128) or in two
+  // (kBlockN = 192: tiles start at column 0 or 64 modulo 128); each 8-column wgmma chunk in one.
+  static_assert(!Scale::kMainloopScales || kBlockN == 128 || kBlockN == 192,
+                "block scaling: tiles of 128 or 192 columns");
+  static constexpr bool kTwoBScales = Scale::kMainloopScales && kBlockN > 128;
   static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "wgmma N and TMA box rows");
   // Temporary + main accumulator, plus addresses and scales, must fit the math register budget.
   static_assert((1 + Promotion::kTemporaries) * kAccRegs + 24 <= kMathRegs,
@@ -112,8 +116,9 @@ __global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_c
   for (int32_t t = blockIdx.x; t < sched.tiles; t += gridDim.x) {
     const TileCoord c = sched.coord(t);
     mainloop_tile<K>(p, sm, st, c, warpgroup, row, lane, acc);
-    epilogue<K::kBlockN>(e, p.activation, acc, c.batch, c.m_block * K::kBlockM + warpgroup * 64 + row,
-                         c.n_block * K::kBlockN, lane);
+    epilogue<K::kBlockN>(e, p.activation, sm.cols(warpgroup), acc, c.batch,
+                         c.m_block * K::kBlockM + warpgroup * 64 + row, c.n_block * K::kBlockN,
+                         warpgroup, threadIdx.x % 128);
   }
 #endif
 }
@@ -238,6 +243,7 @@ struct Fp8Launcher {
       }
       p.sfb = l.sfb;
       p.sfb_ld = l.sfb_ld;
+      p.n_scale_blocks = (l.n + 127) / 128;
     }
     p.scale_a_tensor = l.scale_a_tensor;
     p.scale_b_tensor = l.scale_b_tensor;

@@ -94,7 +94,10 @@ struct SharedLayout {
   static constexpr int kAOffset = 0;
   static constexpr int kBOffset = kAOffset + kStages * kABytes;
   static constexpr int kSfaOffset = kBOffset + kStages * kBBytes;
-  static constexpr int kBarOffset = kSfaOffset + kStages * kSfaBytes;
+  // Epilogue column vectors (scale_n, bias_n of the tile), one buffer per math warpgroup.
+  static constexpr int kColsOffset = kSfaOffset + kStages * kSfaBytes;
+  static constexpr int kColsBytes = 2 * kBlockN * 4;
+  static constexpr int kBarOffset = kColsOffset + 2 * kColsBytes;
   static constexpr int kBytes = kBarOffset + 2 * kStages * 8;
   // TMA traffic per stage (out-of-bounds boxes are zero-filled and still count in full).
   static constexpr uint32_t kStageTxBytes = kABytes + kBBytes + kSfaBytes;
@@ -104,6 +107,9 @@ struct SharedLayout {
   __device__ uint8_t* b(uint32_t s) const { return base + kBOffset + s * kBBytes; }
   __device__ float* sfa(uint32_t s) const {
     return reinterpret_cast<float*>(base + kSfaOffset + s * kSfaBytes);
+  }
+  __device__ float* cols(int wg) const {
+    return reinterpret_cast<float*>(base + kColsOffset + wg * kColsBytes);
   }
   __device__ uint64_t* full(uint32_t s) const {
     return reinterpret_cast<uint64_t*>(base + kBarOffset) + s;
@@ -153,7 +159,8 @@ __device__ __forceinline__ void produce(const Params& p, const typename K::Smem&
 
 // Scales of one k-block as the promotion needs them (1 for tensor / row scaling).
 struct KBlockScales {
-  float s0, s1;  // for accumulator rows `row` and `row + 8`
+  float s0, s1;  // for accumulator rows `row` and `row + 8` (columns of the tile's first B block)
+  float t0, t1;  // the same for the columns of the second B block (kBlockN > 128 only)
 };
 
 // Per-k-block pieces of the math loop of warpgroup `wg`; `row` is the thread's first accumulator
@@ -166,19 +173,27 @@ struct MathKBlock {
   const typename K::Smem& sm;
   int wg, row, lane;
   const float* sfb;  // this tile's row of B scales (block scaling)
+  const float* sfb2;  // the next row (kBlockN > 128: the tile's columns past the first B block)
+  int32_t first_chunks;  // kBlockN > 128: 8-column chunks of the tile in its first B block
 
   // Waits for the stage, reads its A scales, issues its 4 wgmmas into `tmp` (committed as one
   // group, not waited for).
   __device__ __forceinline__ KBlockScales issue(uint32_t stage, uint32_t phase, int32_t kb,
                                                 float (&tmp)[kRegs]) const {
-    float sb = 1.0f;
-    if constexpr (K::Scale::kMainloopScales) sb = __ldg(sfb + kb);  // L1 hit after the first row
+    float sb = 1.0f, sb2 = 1.0f;
+    if constexpr (K::Scale::kMainloopScales) {
+      sb = __ldg(sfb + kb);  // L1 hits after the tile's first k-blocks
+      if constexpr (K::kTwoBScales) sb2 = __ldg(sfb2 + kb);
+    }
     mbar_wait(sm.full(stage), phase);
-    KBlockScales sc{1.0f, 1.0f};
+    KBlockScales sc{1.0f, 1.0f, 1.0f, 1.0f};
     if constexpr (K::Scale::kMainloopScales) {
       const float* sfa = sm.sfa(stage) + wg * 64 + row;
-      sc.s0 = sfa[0] * sb;
-      sc.s1 = sfa[8] * sb;
+      const float a0 = sfa[0], a1 = sfa[8];
+      sc.s0 = a0 * sb;
+      sc.s1 = a1 * sb;
+      sc.t0 = a0 * sb2;
+      sc.t1 = a1 * sb2;
     }
 #pragma unroll
     for (int i = 0; i < kRegs; ++i) fence_operand(tmp[i]);
@@ -200,15 +215,18 @@ struct MathKBlock {
     mbar_arrive_if(sm.empty(stage), lane == 0);
   }
 
-  __device__ __forceinline__ static void promote(float (&acc)[kRegs], const float (&tmp)[kRegs],
-                                                 KBlockScales sc) {
+  __device__ __forceinline__ void promote(float (&acc)[kRegs], const float (&tmp)[kRegs],
+                                          KBlockScales sc) const {
     if constexpr (K::Scale::kMainloopScales) {
 #pragma unroll
       for (int i = 0; i < kRegs; i += 4) {
-        acc[i + 0] = fmaf(tmp[i + 0], sc.s0, acc[i + 0]);
-        acc[i + 1] = fmaf(tmp[i + 1], sc.s0, acc[i + 1]);
-        acc[i + 2] = fmaf(tmp[i + 2], sc.s1, acc[i + 2]);
-        acc[i + 3] = fmaf(tmp[i + 3], sc.s1, acc[i + 3]);
+        // chunk i / 4 holds columns 8 (i / 4) .. + 7 of the tile: one B block
+        const bool first = !K::kTwoBScales || i / 4 < first_chunks;
+        const float r0 = first ? sc.s0 : sc.t0, r1 = first ? sc.s1 : sc.t1;
+        acc[i + 0] = fmaf(tmp[i + 0], r0, acc[i + 0]);
+        acc[i + 1] = fmaf(tmp[i + 1], r0, acc[i + 1]);
+        acc[i + 2] = fmaf(tmp[i + 2], r1, acc[i + 2]);
+        acc[i + 3] = fmaf(tmp[i + 3], r1, acc[i + 3]);
       }
     } else {
 #pragma unroll
@@ -226,8 +244,17 @@ __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K:
                                               float (&acc)[K::kAccRegs]) {
   constexpr int kRegs = K::kAccRegs;
   const float* sfb = nullptr;
-  if constexpr (K::Scale::kMainloopScales) sfb = p.sfb + static_cast<int64_t>(c.n_block) * p.sfb_ld;
-  const MathKBlock<K, Params> mk{p, sm, wg, row, lane, sfb};
+  const float* sfb2 = nullptr;
+  int32_t first_chunks = K::kBlockN / 8;
+  if constexpr (K::Scale::kMainloopScales) {
+    // B scale blocks are 128 columns wide; a wider tile starts in block n0 / 128 and ends in the
+    // next one (clamped to the last block: its columns past N are never stored).
+    const int32_t n0 = c.n_block * K::kBlockN, nb = n0 / 128;
+    sfb = p.sfb + static_cast<int64_t>(nb) * p.sfb_ld;
+    sfb2 = nb + 1 < p.n_scale_blocks ? sfb + p.sfb_ld : sfb;
+    first_chunks = ((nb + 1) * 128 - n0) / 8;
+  }
+  const MathKBlock<K, Params> mk{p, sm, wg, row, lane, sfb, sfb2, first_chunks};
 #pragma unroll
   for (int i = 0; i < kRegs; ++i) acc[i] = 0.0f;
 
