@@ -158,9 +158,11 @@ __device__ __forceinline__ void produce(const Params& p, const typename K::Smem&
 // --------------------------------------------------------------------------------- math k-loop
 
 // Scales of one k-block as the promotion needs them (1 for tensor / row scaling).
+// The products sa * sb are formed in promote(), after the wgmma wait, so that the wgmma issue never
+// waits for the B scale's global load.
 struct KBlockScales {
-  float s0, s1;  // for accumulator rows `row` and `row + 8` (columns of the tile's first B block)
-  float t0, t1;  // the same for the columns of the second B block (kBlockN > 128 only)
+  float a0, a1;  // A scales of accumulator rows `row` and `row + 8`
+  float b0, b1;  // B scales of the tile's first and (kBlockN > 128) second 128-column block
 };
 
 // Per-k-block pieces of the math loop of warpgroup `wg`; `row` is the thread's first accumulator
@@ -186,14 +188,11 @@ struct MathKBlock {
       if constexpr (K::kTwoBScales) sb2 = __ldg(sfb2 + kb);
     }
     mbar_wait(sm.full(stage), phase);
-    KBlockScales sc{1.0f, 1.0f, 1.0f, 1.0f};
+    KBlockScales sc{1.0f, 1.0f, sb, sb2};
     if constexpr (K::Scale::kMainloopScales) {
       const float* sfa = sm.sfa(stage) + wg * 64 + row;
-      const float a0 = sfa[0], a1 = sfa[8];
-      sc.s0 = a0 * sb;
-      sc.s1 = a1 * sb;
-      sc.t0 = a0 * sb2;
-      sc.t1 = a1 * sb2;
+      sc.a0 = sfa[0];
+      sc.a1 = sfa[8];
     }
 #pragma unroll
     for (int i = 0; i < kRegs; ++i) fence_operand(tmp[i]);
@@ -218,11 +217,13 @@ struct MathKBlock {
   __device__ __forceinline__ void promote(float (&acc)[kRegs], const float (&tmp)[kRegs],
                                           KBlockScales sc) const {
     if constexpr (K::Scale::kMainloopScales) {
+      const float s0 = sc.a0 * sc.b0, s1 = sc.a1 * sc.b0;
+      const float t0 = sc.a0 * sc.b1, t1 = sc.a1 * sc.b1;
 #pragma unroll
       for (int i = 0; i < kRegs; i += 4) {
         // chunk i / 4 holds columns 8 (i / 4) .. + 7 of the tile: one B block
         const bool first = !K::kTwoBScales || i / 4 < first_chunks;
-        const float r0 = first ? sc.s0 : sc.t0, r1 = first ? sc.s1 : sc.t1;
+        const float r0 = first ? s0 : t0, r1 = first ? s1 : t1;
         acc[i + 0] = fmaf(tmp[i + 0], r0, acc[i + 0]);
         acc[i + 1] = fmaf(tmp[i + 1], r0, acc[i + 1]);
         acc[i + 2] = fmaf(tmp[i + 2], r1, acc[i + 2]);

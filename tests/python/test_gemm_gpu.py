@@ -505,12 +505,8 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("force,grans", [("e4m3_kk_bf16_ws_128x128,dp", "tensor,row"),
+@pytest.mark.parametrize("force,grans", [("e4m3_kk_bf16_ws_128x192,dp", "tensor,row"),
                                          ("e4m3_kk_bf16_block_ws_128x128,dp", "block"),
-                                         ("e4m3_kk_bf16_ws_ov_128x128,dp", "tensor,row"),
-                                         ("e4m3_kk_bf16_block_ws_ov_128x128,dp", "block"),
-                                         ("e4m3_kk_bf16_ws_128x192,dp", "tensor,row"),
-                                         ("e4m3_kk_bf16_block_ws_128x192,dp", "block"),
                                          ("e4m3_kk_bf16_128x128,dp", "tensor,row"),
                                          ("e4m3_kk_bf16_block_128x128,dp", "block")])
 def test_every_fp8_kernel_forced(force, grans):
