@@ -47,7 +47,7 @@ struct Params {
 };
 
 template <bool kE5M2B_, class Scale_, int kBlockN_, int kStages_,
-          class Promotion_ = PromoteSerial>
+          class Promotion_ = PromoteSerial, int kClusterM_ = 1>
 struct Fp8Kernel {
   using Scale = Scale_;
   using Promotion = Promotion_;
@@ -57,9 +57,14 @@ struct Fp8Kernel {
   static constexpr int kAccRegs = kBlockN / 2;  // fp32 accumulators per thread (64 x N per WG)
   // setmaxnreg split: 2 x 128 x 232 + 128 x 40 = 64512 <= 65536 registers per SM.
   static constexpr int kMathRegs = 232, kProducerRegs = 40;
-  static constexpr int kGroupM = 8;
+  // CTAs per cluster along M, sharing each B tile through TMA multicast (1: no cluster).
+  static constexpr int kClusterM = kClusterM_;
+  static constexpr int kGroupM = 8 / kClusterM;  // group of 8 m-blocks either way
   using Smem = SharedLayout<kBlockM, kBlockN, kBlockK, kStages, Scale::kMainloopScales>;
-  using Scheduler = GroupedTileScheduler<kGroupM>;
+  using Scheduler = GroupedTileScheduler<kGroupM, kClusterM>;
+  static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
+  // Each CTA's share of the B tile starts on a swizzle-atom boundary (8 rows of 128 bytes).
+  static_assert(kBlockN % (8 * kClusterM) == 0, "B tile rows per CTA: whole 8-row atoms");
   // + 1024: the dynamic shared memory base is aligned up to a 1024-byte boundary in the kernel.
   static constexpr int kSmemBytes = Smem::kBytes + 1024;
 
@@ -92,17 +97,29 @@ __global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_c
     if constexpr (K::Scale::kMainloopScales) tma_prefetch_descriptor(&p.tma_sfa);
 #pragma unroll 1
     for (int s = 0; s < K::kStages; ++s) {
-      mbar_init(sm.full(s), 1);     // the producer's arrive_expect_tx (+ the TMA bytes)
-      mbar_init(sm.empty(s), 8);    // one arrival per math warp
+      mbar_init(sm.full(s), 1);                  // the producer's arrive_expect_tx (+ TMA bytes)
+      mbar_init(sm.empty(s), 8 * K::kClusterM);  // one arrival per math warp of the cluster
     }
     fence_barrier_init();
   }
-  __syncthreads();
+  // A peer's multicast or release may target this CTA's barriers only once they exist.
+  if constexpr (K::kClusterM > 1) {
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
 
-  const typename K::Scheduler sched(p.m_blocks, p.n_blocks, p.batch);
+  const typename K::Scheduler sched(p.m_blocks, p.n_blocks, p.batch,
+                                    K::kClusterM > 1 ? static_cast<int32_t>(cluster_cta_rank()) : 0);
   if (warpgroup == 2) {
     warpgroup_reg_dealloc<K::kProducerRegs>();
     if (threadIdx.x == K::kMathThreads) produce<K>(p, sm, sched);
+    // A CTA may leave only when its peers no longer multicast into its shared memory nor arrive
+    // on its barriers: the whole cluster meets once more at the end.
+    if constexpr (K::kClusterM > 1) {
+      __syncwarp();
+      cluster_sync();
+    }
     return;
   }
 
@@ -113,13 +130,14 @@ __global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_c
   if (p.scale_b_tensor) e.alpha *= __ldg(p.scale_b_tensor);
   PipelineState<K::kStages> st;
   float acc[K::kAccRegs];
-  for (int32_t t = blockIdx.x; t < sched.tiles; t += gridDim.x) {
+  for (int32_t t = sched.first; t < sched.tiles; t += sched.stride) {
     const TileCoord c = sched.coord(t);
     mainloop_tile<K>(p, sm, st, c, warpgroup, row, lane, acc);
     epilogue<K::kBlockN>(e, p.activation, sm.cols(warpgroup), acc, c.batch,
                          c.m_block * K::kBlockM + warpgroup * 64 + row, c.n_block * K::kBlockN,
                          warpgroup, threadIdx.x % 128);
   }
+  if constexpr (K::kClusterM > 1) cluster_sync();
 #endif
 }
 
@@ -178,26 +196,45 @@ struct Fp8Launcher {
            k.out == DType::kBF16 && k.a_k_major && k.b_k_major &&
            k.scaling == (K::Scale::kMainloopScales ? Scaling::kBlock : Scaling::kTensorRow) &&
            k.tile_m == K::kBlockM && k.tile_n == K::kBlockN && k.tile_k == K::kBlockK &&
-           k.cluster_m == 1 && k.cluster_n == 1 && k.schedule == Schedule::kFp8Promoted &&
+           k.cluster_m == K::kClusterM && k.cluster_n == 1 &&
+           k.schedule == Schedule::kFp8Promoted &&
            !k.stream_k;
   }
 
   static size_t workspace(const Launch&) { return 0; }
 
-  // Once per device: the shared-memory opt-in (false when it fails).
-  static bool device_setup(int device) {
+  // Once per device: the shared-memory opt-in, then how many CTAs of the persistent grid can be
+  // resident at once (clusters: the occupancy query, as a cluster needs its CTAs in one GPC; a
+  // grid larger than that would leave whole clusters waiting for a wave). 0: the set-up failed.
+  static int device_setup(int device, int sm_count) {
     constexpr int kMaxDevices = 64;
-    static std::atomic<int> cache[kMaxDevices] = {};  // 0: not yet, 1: ok, 2: failed
-    if (device < 0 || device >= kMaxDevices) return false;
+    static std::atomic<int> cache[kMaxDevices] = {};  // 0: not yet, -1: failed, else CTAs
+    if (device < 0 || device >= kMaxDevices) return 0;
     int v = cache[device].load(std::memory_order_acquire);
     if (v == 0) {
-      const cudaError_t err = cudaFuncSetAttribute(
+      cudaError_t err = cudaFuncSetAttribute(
           fp8_gemm_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, K::kSmemBytes);
+      v = err == cudaSuccess ? sm_count : -1;
+      if (err == cudaSuccess && K::kClusterM > 1) {
+        cudaLaunchConfig_t config = {};
+        cudaLaunchAttribute attr;
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = K::kClusterM;
+        attr.val.clusterDim.y = 1;
+        attr.val.clusterDim.z = 1;
+        config.gridDim = dim3(K::kClusterM * (sm_count / K::kClusterM));
+        config.blockDim = dim3(K::kThreads);
+        config.dynamicSmemBytes = K::kSmemBytes;
+        config.attrs = &attr;
+        config.numAttrs = 1;
+        int clusters = 0;
+        err = cudaOccupancyMaxActiveClusters(&clusters, fp8_gemm_kernel<K>, &config);
+        v = err == cudaSuccess && clusters > 0 ? clusters * K::kClusterM : -1;
+      }
       if (err != cudaSuccess) cudaGetLastError();
-      v = err == cudaSuccess ? 1 : 2;
       cache[device].store(v, std::memory_order_release);
     }
-    return v == 1;
+    return v > 0 ? v : 0;
   }
 
   static Status launch(const Launch& l) {
@@ -210,14 +247,18 @@ struct Fp8Launcher {
     }
     int device = 0;
     cudaGetDevice(&device);
-    if (!device_setup(device)) {
+    int sms = l.sm_count;
+    if (sms <= 0) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    const int resident = device_setup(device, sms);
+    if (resident <= 0) {
       return Status(StatusCode::kCudaError,
-                    "gemm_fp8: could not raise the kernel's shared-memory limit on device " +
-                        std::to_string(device));
+                    "gemm_fp8: could not set up the kernel (shared-memory limit, cluster "
+                    "occupancy) on device " + std::to_string(device));
     }
     Params p{};
     DW_TRY(encode_operand(&p.tma_a, l.a, l.m, l.k, l.lda, l.batch_a, l.batch, K::kBlockM));
-    DW_TRY(encode_operand(&p.tma_b, l.b, l.n, l.k, l.ldb, l.batch_b, l.batch, K::kBlockN));
+    DW_TRY(encode_operand(&p.tma_b, l.b, l.n, l.k, l.ldb, l.batch_b, l.batch,
+                          K::kBlockN / K::kClusterM));
     p.m_blocks = (l.m + K::kBlockM - 1) / K::kBlockM;
     p.n_blocks = (l.n + K::kBlockN - 1) / K::kBlockN;
     p.k_blocks = (l.k + K::kBlockK - 1) / K::kBlockK;
@@ -265,16 +306,29 @@ struct Fp8Launcher {
     e.m = l.m;
     e.n = l.n;
 
-    const int64_t tiles = int64_t{p.m_blocks} * p.n_blocks * p.batch;
-    if (tiles > 0x7fffffff) {
+    // Cluster tiles (kClusterM m-blocks x 1 n-block) over all batches.
+    const int64_t tiles = int64_t{(p.m_blocks + K::kClusterM - 1) / K::kClusterM} * p.n_blocks *
+                          p.batch;
+    if (tiles * K::kClusterM > 0x7fffffff) {
       return Status(StatusCode::kNotSupported, "gemm_fp8: more than 2^31 output tiles");
     }
-    int sms = l.sm_count;
-    if (sms <= 0) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    const int grid = static_cast<int>(tiles < sms ? tiles : sms);
+    const int64_t clusters = resident / K::kClusterM;
+    const int grid = static_cast<int>((tiles < clusters ? tiles : clusters) * K::kClusterM);
     if (grid == 0) return Status::Ok();
-    fp8_gemm_kernel<K><<<grid, K::kThreads, K::kSmemBytes, static_cast<cudaStream_t>(l.stream)>>>(p);
-    const cudaError_t err = cudaGetLastError();
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = K::kClusterM;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    config.gridDim = dim3(grid);
+    config.blockDim = dim3(K::kThreads);
+    config.dynamicSmemBytes = K::kSmemBytes;
+    config.stream = static_cast<cudaStream_t>(l.stream);
+    config.attrs = &attr;
+    config.numAttrs = K::kClusterM > 1 ? 1 : 0;
+    cudaError_t err = cudaLaunchKernelEx(&config, fp8_gemm_kernel<K>, p);
+    if (err == cudaSuccess) err = cudaGetLastError();
     if (err != cudaSuccess) {
       return Status(err == cudaErrorMemoryAllocation ? StatusCode::kOutOfMemory
                                                      : StatusCode::kCudaError,

@@ -138,16 +138,31 @@ template <class K, class Params>
 __device__ __forceinline__ void produce(const Params& p, const typename K::Smem& sm,
                                         const typename K::Scheduler& sched) {
   PipelineState<K::kStages> st;
-  for (int32_t t = blockIdx.x; t < sched.tiles; t += gridDim.x) {
+  // With a cluster, this CTA loads rows [rank * kBRows, + kBRows) of the B tile for every CTA of
+  // the cluster (multicast); its empty barriers count the math warps of all of them.
+  constexpr int kBRows = K::kBlockN / K::kClusterM;
+  const int32_t b_row0 = sched.rank * kBRows;
+  for (int32_t t = sched.first; t < sched.tiles; t += sched.stride) {
     const TileCoord c = sched.coord(t);
     const int32_t m0 = c.m_block * K::kBlockM, n0 = c.n_block * K::kBlockN;
+    // A cluster's CTA past the last m-block only loads its share of B for its peers (its math
+    // warpgroups compute on stale A data and store nothing).
+    const bool load_a = K::kClusterM == 1 || c.m_block < p.m_blocks;
+    const uint32_t tx = load_a ? K::Smem::kStageTxBytes
+                               : K::Smem::kStageTxBytes - K::Smem::kABytes - K::Smem::kSfaBytes;
     for (int32_t kb = 0; kb < p.k_blocks; ++kb) {
       mbar_wait(sm.empty(st.stage), st.phase ^ 1);  // the first round passes at once
       uint64_t* full = sm.full(st.stage);
-      mbar_arrive_expect_tx(full, K::Smem::kStageTxBytes);
-      tma_load_3d(&p.tma_a, full, sm.a(st.stage), kb * K::kBlockK, m0, c.batch);
-      tma_load_3d(&p.tma_b, full, sm.b(st.stage), kb * K::kBlockK, n0, c.batch);
-      if constexpr (K::Scale::kMainloopScales) {
+      mbar_arrive_expect_tx(full, tx);
+      if (load_a) tma_load_3d(&p.tma_a, full, sm.a(st.stage), kb * K::kBlockK, m0, c.batch);
+      if constexpr (K::kClusterM == 1) {
+        tma_load_3d(&p.tma_b, full, sm.b(st.stage), kb * K::kBlockK, n0, c.batch);
+      } else {
+        tma_load_3d_multicast(&p.tma_b, full, sm.b(st.stage) + b_row0 * K::kBlockK,
+                              kb * K::kBlockK, n0 + b_row0, c.batch,
+                              static_cast<uint16_t>((1u << K::kClusterM) - 1));
+      }
+      if (K::Scale::kMainloopScales && load_a) {
         tma_load_2d(&p.tma_sfa, full, sm.sfa(st.stage), m0, kb);
       }
       st.advance();
@@ -209,9 +224,14 @@ struct MathKBlock {
     return sc;
   }
 
-  // The stage's tiles and A scales are no longer read by this warp: hand it back.
+  // The stage's tiles and A scales are no longer read by this warp: hand it back (to every CTA
+  // of the cluster: each one's producer wrote part of the B tile here).
   __device__ __forceinline__ void release(uint32_t stage) const {
-    mbar_arrive_if(sm.empty(stage), lane == 0);
+    if constexpr (K::kClusterM == 1) {
+      mbar_arrive_if(sm.empty(stage), lane == 0);
+    } else {
+      mbar_arrive_cluster_if(sm.empty(stage), static_cast<uint32_t>(lane), lane < K::kClusterM);
+    }
   }
 
   __device__ __forceinline__ void promote(float (&acc)[kRegs], const float (&tmp)[kRegs],

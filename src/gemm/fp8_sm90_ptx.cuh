@@ -37,21 +37,24 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t by
 
 // Waits until the phase with parity `parity` of `bar` has completed. The polling loop lives inside
 // one asm block: a C++ loop around try_wait is a potentially divergent branch to ptxas, which then
-// serializes every wgmma in flight across it (C7518). A pipeline bug would hang the GPU; after 2^28
-// unsuccessful polls (each try_wait suspends up to a hardware time limit, so this is seconds, never
-// a legitimate wait) the kernel traps instead, which the caller sees as a launch error.
+// serializes every wgmma in flight across it (C7518). A pipeline bug would hang the GPU; a wait
+// that has not completed after 4 s of the global timer (legitimate waits take microseconds) traps
+// instead, which the caller sees as a launch error.
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   asm volatile(
       "{\n"
-      ".reg .pred done, more;\n"
-      ".reg .u32 polls;\n"
-      "mov.u32 polls, 0;\n"
+      ".reg .pred done;\n"
+      ".reg .u64 start, now;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@done bra DONE;\n"
+      "mov.u64 start, %%globaltimer;\n"
       "WAIT:\n"
       "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
       "@done bra DONE;\n"
-      "add.u32 polls, polls, 1;\n"
-      "setp.lt.u32 more, polls, 0x10000000;\n"
-      "@more bra WAIT;\n"
+      "mov.u64 now, %%globaltimer;\n"
+      "sub.u64 now, now, start;\n"
+      "setp.lt.u64 done, now, 4000000000;\n"
+      "@done bra WAIT;\n"
       "trap;\n"
       "DONE:\n"
       "}\n" ::"r"(smem_u32(bar)),
@@ -72,6 +75,36 @@ __device__ __forceinline__ void mbar_arrive_if(uint64_t* bar, bool pred) {
       : "memory");
 }
 
+// Arrives on the mbarrier at the same shared-memory offset as `bar` in CTA `cta` of the cluster
+// (own CTA included), by the threads with `pred` set (release at cluster scope: the arriving
+// warpgroup's reads of the stage are complete).
+__device__ __forceinline__ void mbar_arrive_cluster_if(uint64_t* bar, uint32_t cta, bool pred) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      ".reg .b32 remote;\n"
+      "setp.ne.b32 p, %2, 0;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "@p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(smem_u32(bar)),
+      "r"(cta), "r"(static_cast<uint32_t>(pred))
+      : "memory");
+}
+
+// ------------------------------------------------------------------------------------- clusters
+
+__device__ __forceinline__ uint32_t cluster_cta_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
+// All threads of all CTAs of the cluster (every thread must call it).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+}
+
 // ------------------------------------------------------------------------------------------- TMA
 
 __device__ __forceinline__ void tma_prefetch_descriptor(const void* desc) {
@@ -85,6 +118,19 @@ __device__ __forceinline__ void tma_load_3d(const void* desc, uint64_t* bar, voi
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(smem_u32(dst)),
       "l"(reinterpret_cast<uint64_t>(desc)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+// The same box written to the same shared-memory offset of every CTA in `cta_mask` (cluster
+// multicast); each destination CTA's mbarrier at `bar`'s offset receives the complete_tx.
+__device__ __forceinline__ void tma_load_3d_multicast(const void* desc, uint64_t* bar, void* dst,
+                                                      int32_t c0, int32_t c1, int32_t c2,
+                                                      uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(desc)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2),
+      "h"(cta_mask)
       : "memory");
 }
 

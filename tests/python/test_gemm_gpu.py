@@ -507,6 +507,8 @@ print("ok")
 
 @pytest.mark.parametrize("force,grans", [("e4m3_kk_bf16_ws_128x192,dp", "tensor,row"),
                                          ("e4m3_kk_bf16_block_ws_128x128,dp", "block"),
+                                         ("e4m3_kk_bf16_ws_mc_128x192,dp", "tensor,row"),
+                                         ("e4m3_kk_bf16_block_ws_mc_128x128,dp", "block"),
                                          ("e4m3_kk_bf16_128x128,dp", "tensor,row"),
                                          ("e4m3_kk_bf16_block_128x128,dp", "block")])
 def test_every_fp8_kernel_forced(force, grans):
@@ -518,5 +520,5 @@ def test_every_fp8_kernel_forced(force, grans):
 
     env = dict(os.environ, DEEPWELL_GEMM_FORCE=force)
     r = subprocess.run([sys.executable, "-c", _FORCED_FP8_SCRIPT, grans], env=env,
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
