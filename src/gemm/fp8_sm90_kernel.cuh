@@ -5,11 +5,17 @@
 //   CTA = 3 warpgroups: WG 0 and 1 do the math (64 rows of the 128-row tile each, setmaxnreg 232),
 //   WG 2 is the producer (one elected thread issues all TMA loads, setmaxnreg 40).
 //   Tile 128 x kBlockN x 128 (one k-block per stage), kStages stages (fp8_sm90_mainloop.cuh).
-//   Persistent grid of min(tiles, SMs) CTAs, grouped tile order (fp8_sm90_scheduler.cuh).
+//   Persistent grid of min(tiles, SMs) CTAs, grouped tile order (fp8_sm90_scheduler.cuh);
+//   optionally 2-CTA clusters along M sharing B by TMA multicast (kClusterM).
 //   Epilogue from registers (fp8_sm90_epilogue.cuh).
 //
 // Scale policies (fp8_sm90_mainloop.cuh): ScaleTensorRow (scales in the epilogue), and
 // ScaleBlock1x128x128 (DeepSeek blocks promoted in the main loop).
+//
+// Compiled today (src/kernel_instances.cmake): only e4m3_kk_bf16_ws_128x192 (ScaleTensorRow,
+// 128x192, PromoteSerial, no cluster). The block-scaled policy, PromoteOverlapped, 192-column block
+// tiles and kClusterM = 2 passed the GPU tests (forced) but measured slower than what is compiled
+// (docs/perf-notes.md, "GEMM: deepwell's fp8 main loop"), so no instance uses them.
 //
 // Include only from fp8_sm90_inst_*.cu files; each instantiates one configuration with
 // DW_SM90_FP8_INSTANCE (bottom of this file) as one row of gemm_sm90_table.hpp.

@@ -506,9 +506,6 @@ print("ok")
 
 
 @pytest.mark.parametrize("force,grans", [("e4m3_kk_bf16_ws_128x192,dp", "tensor,row"),
-                                         ("e4m3_kk_bf16_block_ws_128x128,dp", "block"),
-                                         ("e4m3_kk_bf16_ws_mc_128x192,dp", "tensor,row"),
-                                         ("e4m3_kk_bf16_block_ws_mc_128x128,dp", "block"),
                                          ("e4m3_kk_bf16_128x128,dp", "tensor,row"),
                                          ("e4m3_kk_bf16_block_128x128,dp", "block")])
 def test_every_fp8_kernel_forced(force, grans):
