@@ -2,6 +2,8 @@
 // shapes they were measured on (docs/perf-notes.md, "GEMM"). Pure host code: runs without a GPU.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "gemm/gemm_sm90_table.hpp"
 
 namespace {
@@ -91,6 +93,32 @@ TEST(GemmPlan, SmallMRuleNeedsASmallerTile) {
   EXPECT_EQ(p.decomposition, Decomposition::kSplitK);
   p = choose_plan(group, 2, 128, 4096, 14336, 1, kSms);  // 32 tiles: 4 splits, not capped at 3
   EXPECT_EQ(p.splits, 4);
+}
+
+TEST(GemmPlan, OwnFp8MainLoopWhereCutlassWouldRunDataParallel) {
+  constexpr KernelSpec cutlass = spec("fp8 cutlass", 128, 128, Schedule::kCooperative, true);
+  constexpr KernelSpec own = spec("fp8 own", 128, 128, Schedule::kFp8Promoted, false);
+  for (const auto& group : {std::array<const KernelSpec*, 2>{&cutlass, &own},
+                            std::array<const KernelSpec*, 2>{&own, &cutlass}}) {
+    // 8192^3: 4096 tiles, data-parallel -> the own kernel
+    Plan p = choose_plan(group.data(), 2, 8192, 8192, 8192, 1, kSms);
+    EXPECT_EQ(p.kernel, &own);
+    EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
+    EXPECT_EQ(p.swizzle, 1);
+    // M = 128: split-K on CUTLASS
+    p = choose_plan(group.data(), 2, 128, 6144, 4096, 1, kSms);
+    EXPECT_EQ(p.kernel, &cutlass);
+    EXPECT_EQ(p.decomposition, Decomposition::kSplitK);
+    // 200 tiles, ragged last wave: stream-K on CUTLASS
+    p = choose_plan(group.data(), 2, 128 * 50, 128 * 4, 4096, 1, kSms);
+    EXPECT_EQ(p.kernel, &cutlass);
+    EXPECT_EQ(p.decomposition, Decomposition::kStreamK);
+  }
+  // a group of the own kernel alone: data-parallel
+  const KernelSpec* only[] = {&own};
+  Plan p = choose_plan(only, 1, 128, 6144, 4096, 1, kSms);
+  EXPECT_EQ(p.kernel, &own);
+  EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
 }
 
 }  // namespace

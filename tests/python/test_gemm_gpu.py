@@ -439,3 +439,83 @@ def test_fp8_unsupported_on_cuda():
         deepwell.gemm_fp8(a, b, sa, sb, granularity="row", out_dtype=torch.float32)
     with pytest.raises(NotImplementedError, match="argument 'a'"):
         deepwell.gemm_fp8(a.to(E5M2), b, sa, sb, granularity="row")
+
+
+_FORCED_FP8_SCRIPT = r"""
+import sys, torch, deepwell
+torch.manual_seed(0)
+E4M3 = torch.float8_e4m3fn
+grans = sys.argv[1].split(",")
+
+def fp8(rows, cols, batch=()):
+    # row-major with the leading dimension padded to 16 bytes
+    base = torch.randn(*batch, rows, -(-cols // 16) * 16, device="cuda").to(E4M3)
+    return base[..., :cols]
+
+def bf16(rows, cols, fill=None):
+    base = torch.empty(rows, -(-cols // 8) * 8, device="cuda", dtype=torch.bfloat16)
+    if fill is None:
+        base.normal_()
+    else:
+        base.fill_(fill)
+    return base[:, :cols]
+
+for m, n, k in [(1, 7, 1024), (7, 1000, 304), (1000, 1104, 520), (4097, 136, 8200),
+                (256, 384, 16384), (129, 4097, 200), (128, 128, 1)]:
+    for gran in grans:
+        a, w = fp8(m, k), fp8(n, k)
+        kb, nb = -(-k // 128), -(-n // 128)
+        if gran == "tensor":
+            sa, sb = torch.rand(1, device="cuda") + 0.5, torch.rand(1, device="cuda") + 0.5
+            ad, bd = a.double() * sa.double(), w.double() * sb.double()
+        elif gran == "row":
+            sa, sb = torch.rand(m, device="cuda") + 0.5, torch.rand(n, device="cuda") + 0.5
+            ad, bd = a.double() * sa.double()[:, None], w.double() * sb.double()[:, None]
+        else:
+            sa = torch.rand(kb, -(-m // 4) * 4, device="cuda")[:, :m].t() + 0.5  # unit stride along M
+            sb = torch.rand(nb, kb, device="cuda") + 0.5
+            kk = torch.arange(k, device="cuda") // 128
+            ad = a.double() * sa.double()[:, kk]
+            bd = w.double() * sb.double()[torch.arange(n, device="cuda") // 128][:, kk]
+        bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+        res = bf16(m, n)
+        for epi in ("plain", "fused"):
+            out = bf16(m, n, float("nan"))
+            if epi == "plain":
+                deepwell.gemm_fp8(a, w.t(), sa, sb, granularity=gran, out=out)
+                ref = ad @ bd.t()
+            else:
+                deepwell.gemm_fp8(a, w.t(), sa, sb, granularity=gran, bias=bias,
+                                  activation="gelu_tanh", residual=res, alpha=0.5, out=out)
+                ref = torch.nn.functional.gelu(0.5 * (ad @ bd.t()) + bias.double(),
+                                               approximate="tanh") + res.double()
+            assert torch.isfinite(out).all(), (gran, epi, m, n, k)
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            assert err <= 1e-2, (gran, epi, m, n, k, err)
+# batches through the kernel's batch mode (tensor scaling; strided batches of A, B and D)
+if "tensor" in grans:
+    a, w = fp8(136, 264, (3,)), fp8(200, 264, (3,))
+    sa, sb = torch.rand(1, device="cuda") + 0.5, torch.rand(1, device="cuda") + 0.5
+    out = torch.full((3, 136, 200), float("nan"), device="cuda", dtype=torch.bfloat16)
+    deepwell.gemm_fp8(a, w.transpose(1, 2), sa, sb, out=out)
+    ref = (a.double() * sa.double()) @ (w.double() * sb.double()).transpose(1, 2)
+    err = ((out.double() - ref).norm() / ref.norm()).item()
+    assert torch.isfinite(out).all() and err <= 1e-2, ("batched", err)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("force,grans", [("e4m3_kk_bf16_ws_128x192,dp", "tensor,row"),
+                                         ("e4m3_kk_bf16_128x128,dp", "tensor,row"),
+                                         ("e4m3_kk_bf16_block_128x128,dp", "block")])
+def test_every_fp8_kernel_forced(force, grans):
+    """Each fp8 kernel of the table on odd M / N / K (K = 1 and K not a multiple of 128 included),
+    plain and fused epilogues, whatever the shape rules would pick (one subprocess per setting)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, DEEPWELL_GEMM_FORCE=force)
+    r = subprocess.run([sys.executable, "-c", _FORCED_FP8_SCRIPT, grans], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr

@@ -1,0 +1,360 @@
+// deepwell's own sm_90a FP8 GEMM (e4m3 x e4m3 / e5m2 -> bf16, A and B K-major), warp-specialized
+// like DeepGEMM's: plain CUDA around a POD parameter struct, with TMA, mbarriers and wgmma as the
+// only sm_90 pieces (fp8_sm90_ptx.cuh, CuTe's wgmma structs).
+//
+//   CTA = 3 warpgroups: WG 0 and 1 do the math (64 rows of the 128-row tile each, setmaxnreg 232),
+//   WG 2 is the producer (one elected thread issues all TMA loads, setmaxnreg 40).
+//   Tile 128 x kBlockN x 128 (one k-block per stage), kStages stages (fp8_sm90_mainloop.cuh).
+//   Persistent grid of min(tiles, SMs) CTAs, grouped tile order (fp8_sm90_scheduler.cuh);
+//   optionally 2-CTA clusters along M sharing B by TMA multicast (kClusterM).
+//   Epilogue from registers (fp8_sm90_epilogue.cuh).
+//
+// Scale policies (fp8_sm90_mainloop.cuh): ScaleTensorRow (scales in the epilogue), and
+// ScaleBlock1x128x128 (DeepSeek blocks promoted in the main loop).
+//
+// Compiled today (src/kernel_instances.cmake): only e4m3_kk_bf16_ws_128x192 (ScaleTensorRow,
+// 128x192, PromoteSerial, no cluster). The block-scaled policy, PromoteOverlapped, 192-column block
+// tiles and kClusterM = 2 passed the GPU tests (forced) but measured slower than what is compiled
+// (docs/perf-notes.md, "GEMM: deepwell's fp8 main loop"), so no instance uses them.
+//
+// Include only from fp8_sm90_inst_*.cu files; each instantiates one configuration with
+// DW_SM90_FP8_INSTANCE (bottom of this file) as one row of gemm_sm90_table.hpp.
+#pragma once
+
+#include <cuda.h>  // CUtensorMap and the cuTensorMapEncodeTiled prototype (no libcuda link)
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <string>
+
+#include "core/validate.hpp"
+#include "gemm/fp8_sm90_epilogue.cuh"
+#include "gemm/fp8_sm90_mainloop.cuh"
+#include "gemm/fp8_sm90_scheduler.cuh"
+#include "gemm/gemm_sm90_table.hpp"
+#include "gemm/sm90_launch.hpp"
+
+namespace deepwell::matmul::sm90::fp8 {
+
+// Everything the kernel reads, filled on the host from a Launch (sm90_launch.hpp).
+struct Params {
+  CUtensorMap tma_a;    // A (K, M, batch) bytes, box 128 x 128 x 1, 128B swizzle
+  CUtensorMap tma_b;    // B (K, N, batch) bytes, box 128 x kBlockN x 1, 128B swizzle
+  CUtensorMap tma_sfa;  // block scaling: A scales (round_up(M, 4), K blocks) f32, box 128 x 1
+  int32_t m_blocks, n_blocks, k_blocks, batch;
+  const float* sfb;  // block scaling: (N blocks, K blocks), unit stride along K
+  int64_t sfb_ld;
+  int32_t n_scale_blocks;  // ceil(N / 128)
+  const float* scale_a_tensor;  // null = 1
+  const float* scale_b_tensor;
+  int32_t activation;
+  EpilogueArgs epi;
+};
+
+template <bool kE5M2B_, class Scale_, int kBlockN_, int kStages_,
+          class Promotion_ = PromoteSerial, int kClusterM_ = 1>
+struct Fp8Kernel {
+  using Scale = Scale_;
+  using Promotion = Promotion_;
+  static constexpr bool kE5M2B = kE5M2B_;
+  static constexpr int kBlockM = 128, kBlockN = kBlockN_, kBlockK = 128, kStages = kStages_;
+  static constexpr int kMathThreads = 256, kThreads = kMathThreads + 128;
+  static constexpr int kAccRegs = kBlockN / 2;  // fp32 accumulators per thread (64 x N per WG)
+  // setmaxnreg split: 2 x 128 x 232 + 128 x 40 = 64512 <= 65536 registers per SM.
+  static constexpr int kMathRegs = 232, kProducerRegs = 40;
+  // CTAs per cluster along M, sharing each B tile through TMA multicast (1: no cluster).
+  static constexpr int kClusterM = kClusterM_;
+  static constexpr int kGroupM = 8 / kClusterM;  // group of 8 m-blocks either way
+  using Smem = SharedLayout<kBlockM, kBlockN, kBlockK, kStages, Scale::kMainloopScales>;
+  using Scheduler = GroupedTileScheduler<kGroupM, kClusterM>;
+  static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
+  // Each CTA's share of the B tile starts on a swizzle-atom boundary (8 rows of 128 bytes).
+  static_assert(kBlockN % (8 * kClusterM) == 0, "B tile rows per CTA: whole 8-row atoms");
+  // + 1024: the dynamic shared memory base is aligned up to a 1024-byte boundary in the kernel.
+  static constexpr int kSmemBytes = Smem::kBytes + 1024;
+
+  static_assert(kBlockK == 128, "one promotion per 128 of K: the 1x128 / 128x128 scale blocks");
+  // Block scaling: a tile's columns lie in one 128-column B scale block (kBlockN = 128) or in two
+  // (kBlockN = 192: tiles start at column 0 or 64 modulo 128); each 8-column wgmma chunk in one.
+  static_assert(!Scale::kMainloopScales || kBlockN == 128 || kBlockN == 192,
+                "block scaling: tiles of 128 or 192 columns");
+  static constexpr bool kTwoBScales = Scale::kMainloopScales && kBlockN > 128;
+  static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "wgmma N and TMA box rows");
+  // Temporary + main accumulator, plus addresses and scales, must fit the math register budget.
+  static_assert((1 + Promotion::kTemporaries) * kAccRegs + 24 <= kMathRegs,
+                "accumulators exceed the register budget");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA on sm_90");
+};
+
+template <class K>
+__global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_constant__ Params p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ uint8_t smem_raw[];
+  typename K::Smem sm;
+  sm.base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) &
+                                       ~uintptr_t{1023});
+  const int warpgroup = threadIdx.x / 128;
+  const int lane = threadIdx.x % 32;
+
+  if (threadIdx.x == K::kMathThreads) {
+    tma_prefetch_descriptor(&p.tma_a);
+    tma_prefetch_descriptor(&p.tma_b);
+    if constexpr (K::Scale::kMainloopScales) tma_prefetch_descriptor(&p.tma_sfa);
+#pragma unroll 1
+    for (int s = 0; s < K::kStages; ++s) {
+      mbar_init(sm.full(s), 1);                  // the producer's arrive_expect_tx (+ TMA bytes)
+      mbar_init(sm.empty(s), 8 * K::kClusterM);  // one arrival per math warp of the cluster
+    }
+    fence_barrier_init();
+  }
+  // A peer's multicast or release may target this CTA's barriers only once they exist.
+  if constexpr (K::kClusterM > 1) {
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
+
+  const typename K::Scheduler sched(p.m_blocks, p.n_blocks, p.batch,
+                                    K::kClusterM > 1 ? static_cast<int32_t>(cluster_cta_rank()) : 0);
+  if (warpgroup == 2) {
+    warpgroup_reg_dealloc<K::kProducerRegs>();
+    if (threadIdx.x == K::kMathThreads) produce<K>(p, sm, sched);
+    // A CTA may leave only when its peers no longer multicast into its shared memory nor arrive
+    // on its barriers: the whole cluster meets once more at the end.
+    if constexpr (K::kClusterM > 1) {
+      __syncwarp();
+      cluster_sync();
+    }
+    return;
+  }
+
+  warpgroup_reg_alloc<K::kMathRegs>();
+  const int row = (threadIdx.x % 128) / 32 * 16 + lane / 4;  // first accumulator row in the WG
+  EpilogueArgs e = p.epi;
+  if (p.scale_a_tensor) e.alpha *= __ldg(p.scale_a_tensor);
+  if (p.scale_b_tensor) e.alpha *= __ldg(p.scale_b_tensor);
+  PipelineState<K::kStages> st;
+  float acc[K::kAccRegs];
+  for (int32_t t = sched.first; t < sched.tiles; t += sched.stride) {
+    const TileCoord c = sched.coord(t);
+    mainloop_tile<K>(p, sm, st, c, warpgroup, row, lane, acc);
+    epilogue<K::kBlockN>(e, p.activation, sm.cols(warpgroup), acc, c.batch,
+                         c.m_block * K::kBlockM + warpgroup * 64 + row, c.n_block * K::kBlockN,
+                         warpgroup, threadIdx.x % 128);
+  }
+  if constexpr (K::kClusterM > 1) cluster_sync();
+#endif
+}
+
+// ------------------------------------------------------------------------------------------ host
+
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// cuTensorMapEncodeTiled through the runtime's driver entry point (the library does not link
+// libcuda); resolved once.
+inline EncodeTiledFn encode_tiled() {
+  static EncodeTiledFn fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      f = nullptr;
+    }
+    return reinterpret_cast<EncodeTiledFn>(f);
+  }();
+  return fn;
+}
+
+// A K-major fp8 operand (rows, K) per batch with leading dimension `ld` and batch stride `bs`
+// (elements = bytes), read in boxes of 128 (K) x `box_rows` with 128-byte swizzling. Rows and K
+// past the ends are zero-filled by TMA, so any M, N, K works (the dispatcher checks the 16-byte
+// alignment of base, ld and bs).
+inline Status encode_operand(CUtensorMap* map, const void* base, int64_t rows, int64_t k,
+                             int64_t ld, int64_t bs, int64_t batch, uint32_t box_rows) {
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld), static_cast<cuuint64_t>(bs)};
+  const cuuint32_t box[3] = {128, box_rows, 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = encode_tiled()(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<void*>(base),
+                                    dims, strides, box, elem_strides,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    return Status(StatusCode::kInternal,
+                  "gemm_fp8: cuTensorMapEncodeTiled failed for an operand (" + std::to_string(r) + ")");
+  }
+  return Status::Ok();
+}
+
+template <class K>
+struct Fp8Launcher {
+  // Does this configuration implement the kernel table's row `k`?
+  static constexpr bool matches(const KernelSpec& k) {
+    return k.operands == (K::kE5M2B ? Operands::kE4M3xE5M2 : Operands::kE4M3) &&
+           k.out == DType::kBF16 && k.a_k_major && k.b_k_major &&
+           k.scaling == (K::Scale::kMainloopScales ? Scaling::kBlock : Scaling::kTensorRow) &&
+           k.tile_m == K::kBlockM && k.tile_n == K::kBlockN && k.tile_k == K::kBlockK &&
+           k.cluster_m == K::kClusterM && k.cluster_n == 1 &&
+           k.schedule == Schedule::kFp8Promoted &&
+           !k.stream_k;
+  }
+
+  static size_t workspace(const Launch&) { return 0; }
+
+  // Once per device: the shared-memory opt-in, then how many CTAs of the persistent grid can be
+  // resident at once (clusters: the occupancy query, as a cluster needs its CTAs in one GPC; a
+  // grid larger than that would leave whole clusters waiting for a wave). 0: the set-up failed.
+  static int device_setup(int device, int sm_count) {
+    constexpr int kMaxDevices = 64;
+    static std::atomic<int> cache[kMaxDevices] = {};  // 0: not yet, -1: failed, else CTAs
+    if (device < 0 || device >= kMaxDevices) return 0;
+    int v = cache[device].load(std::memory_order_acquire);
+    if (v == 0) {
+      cudaError_t err = cudaFuncSetAttribute(
+          fp8_gemm_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, K::kSmemBytes);
+      v = err == cudaSuccess ? sm_count : -1;
+      if (err == cudaSuccess && K::kClusterM > 1) {
+        cudaLaunchConfig_t config = {};
+        cudaLaunchAttribute attr;
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = K::kClusterM;
+        attr.val.clusterDim.y = 1;
+        attr.val.clusterDim.z = 1;
+        config.gridDim = dim3(K::kClusterM * (sm_count / K::kClusterM));
+        config.blockDim = dim3(K::kThreads);
+        config.dynamicSmemBytes = K::kSmemBytes;
+        config.attrs = &attr;
+        config.numAttrs = 1;
+        int clusters = 0;
+        err = cudaOccupancyMaxActiveClusters(&clusters, fp8_gemm_kernel<K>, &config);
+        v = err == cudaSuccess && clusters > 0 ? clusters * K::kClusterM : -1;
+      }
+      if (err != cudaSuccess) cudaGetLastError();
+      cache[device].store(v, std::memory_order_release);
+    }
+    return v > 0 ? v : 0;
+  }
+
+  static Status launch(const Launch& l) {
+    if (encode_tiled() == nullptr) {
+      return Status(StatusCode::kCudaError,
+                    "gemm_fp8: the driver does not provide cuTensorMapEncodeTiled");
+    }
+    if (l.decomposition != Decomposition::kDataParallel) {
+      return Status(StatusCode::kInternal, "gemm_fp8: this kernel runs data-parallel plans only");
+    }
+    int device = 0;
+    cudaGetDevice(&device);
+    int sms = l.sm_count;
+    if (sms <= 0) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    const int resident = device_setup(device, sms);
+    if (resident <= 0) {
+      return Status(StatusCode::kCudaError,
+                    "gemm_fp8: could not set up the kernel (shared-memory limit, cluster "
+                    "occupancy) on device " + std::to_string(device));
+    }
+    Params p{};
+    DW_TRY(encode_operand(&p.tma_a, l.a, l.m, l.k, l.lda, l.batch_a, l.batch, K::kBlockM));
+    DW_TRY(encode_operand(&p.tma_b, l.b, l.n, l.k, l.ldb, l.batch_b, l.batch,
+                          K::kBlockN / K::kClusterM));
+    p.m_blocks = (l.m + K::kBlockM - 1) / K::kBlockM;
+    p.n_blocks = (l.n + K::kBlockN - 1) / K::kBlockN;
+    p.k_blocks = (l.k + K::kBlockK - 1) / K::kBlockK;
+    p.batch = l.batch;
+    if constexpr (K::Scale::kMainloopScales) {
+      if (l.batch != 1 || l.sfa == nullptr || l.sfb == nullptr) {
+        return Status(StatusCode::kInternal, "gemm_fp8: block scaling needs one batch and scales");
+      }
+      // (round_up(M, 4), K blocks) f32 with leading dimension sfa_ld (a multiple of 4 elements,
+      // dispatcher); rows past M scale rows of A that TMA zero-filled and are never stored.
+      const cuuint64_t dims[2] = {static_cast<cuuint64_t>((l.m + 3) / 4 * 4),
+                                  static_cast<cuuint64_t>(p.k_blocks)};
+      const cuuint64_t strides[1] = {static_cast<cuuint64_t>(l.sfa_ld) * 4};
+      const cuuint32_t box[2] = {128, 1};
+      const cuuint32_t elem_strides[2] = {1, 1};
+      const CUresult r = encode_tiled()(
+          &p.tma_sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(l.sfa), dims,
+          strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+          CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      if (r != CUDA_SUCCESS) {
+        return Status(StatusCode::kInternal, "gemm_fp8: cuTensorMapEncodeTiled failed for the A "
+                                             "scales (" + std::to_string(r) + ")");
+      }
+      p.sfb = l.sfb;
+      p.sfb_ld = l.sfb_ld;
+      p.n_scale_blocks = (l.n + 127) / 128;
+    }
+    p.scale_a_tensor = l.scale_a_tensor;
+    p.scale_b_tensor = l.scale_b_tensor;
+    p.activation = l.activation;
+    EpilogueArgs& e = p.epi;
+    e.d = static_cast<__nv_bfloat16*>(l.d);
+    e.ldd = l.ldd;
+    e.batch_d = l.batch_d;
+    e.s = static_cast<const __nv_bfloat16*>(l.s);
+    e.lds = l.lds;
+    e.batch_s = l.batch_s;
+    e.bias_n = static_cast<const __nv_bfloat16*>(l.bias_n);
+    e.bias_m = static_cast<const __nv_bfloat16*>(l.bias_m);
+    e.scale_m = l.scale_m;
+    e.scale_n = l.scale_n;
+    e.alpha = l.alpha;
+    e.beta = l.s ? l.beta : 0.0f;
+    e.gamma = l.s ? l.gamma : 0.0f;
+    e.m = l.m;
+    e.n = l.n;
+
+    // Cluster tiles (kClusterM m-blocks x 1 n-block) over all batches.
+    const int64_t tiles = int64_t{(p.m_blocks + K::kClusterM - 1) / K::kClusterM} * p.n_blocks *
+                          p.batch;
+    if (tiles * K::kClusterM > 0x7fffffff) {
+      return Status(StatusCode::kNotSupported, "gemm_fp8: more than 2^31 output tiles");
+    }
+    const int64_t clusters = resident / K::kClusterM;
+    const int grid = static_cast<int>((tiles < clusters ? tiles : clusters) * K::kClusterM);
+    if (grid == 0) return Status::Ok();
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = K::kClusterM;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    config.gridDim = dim3(grid);
+    config.blockDim = dim3(K::kThreads);
+    config.dynamicSmemBytes = K::kSmemBytes;
+    config.stream = static_cast<cudaStream_t>(l.stream);
+    config.attrs = &attr;
+    config.numAttrs = K::kClusterM > 1 ? 1 : 0;
+    cudaError_t err = cudaLaunchKernelEx(&config, fp8_gemm_kernel<K>, p);
+    if (err == cudaSuccess) err = cudaGetLastError();
+    if (err != cudaSuccess) {
+      return Status(err == cudaErrorMemoryAllocation ? StatusCode::kOutOfMemory
+                                                     : StatusCode::kCudaError,
+                    std::string("gemm_fp8: kernel launch failed: ") + cudaGetErrorName(err) +
+                        " (" + cudaGetErrorString(err) + ")");
+    }
+    return Status::Ok();
+  }
+};
+
+}  // namespace deepwell::matmul::sm90::fp8
+
+// Defines `name`_launch / `name`_workspace (declared by gemm_sm90_table.hpp) for the kernel
+// configuration `Config` (an Fp8Kernel<...> in deepwell::matmul::sm90::fp8) and checks that it is
+// the table's row `name`.
+#define DW_SM90_FP8_INSTANCE(name, Config)                                                     \
+  namespace deepwell::matmul::sm90 {                                                           \
+  static_assert(find_kernel(#name) != nullptr, "no row " #name " in gemm_sm90_table.hpp");     \
+  static_assert(fp8::Fp8Launcher<fp8::Config>::matches(*find_kernel(#name)),                   \
+                #name ": the instance differs from its row in gemm_sm90_table.hpp");           \
+  Status name##_launch(const Launch& l) { return fp8::Fp8Launcher<fp8::Config>::launch(l); }   \
+  size_t name##_workspace(const Launch& l) { return fp8::Fp8Launcher<fp8::Config>::workspace(l); } \
+  }

@@ -1,0 +1,324 @@
+// Main loop of the fp8 GEMM kernel (fp8_sm90_kernel.cuh): the TMA producer and the math
+// warpgroups' k-loop with fp32 promotion outside the tensor cores every 128 of K.
+//
+// Pipeline: kStages shared-memory stages, each one k-block (128 of K) of the A tile (128 x 128
+// e4m3), of the B tile (kBlockN x 128) and, for block scaling, the 128 A scales of that k-block.
+// Per stage a `full` mbarrier (one producer arrival + the TMA bytes) and an `empty` mbarrier (one
+// arrival per math warp: 8). One elected producer thread runs ahead of the math warpgroups across
+// tile boundaries, so the next tile's first stages load while the current tile's epilogue runs.
+//
+// Math: each of the two math warpgroups owns 64 rows of the 128-row tile. Per k-block it issues
+// 4 x wgmma m64nNk32 into a temporary accumulator, waits for them, releases the stage and adds
+// `temp * scale` into the fp32 main accumulator (scale = sa[row] * sb for 1x128 x 128x128 block
+// scaling, 1 for tensor / row scaling, whose scales the epilogue applies). The temporary restarts
+// from zero every k-block (wgmma scale-d = 0), so at most 128 products ever sit in the tensor
+// core's reduced-precision accumulator; that is what keeps K = 16384 results at the bf16 level.
+// The two warpgroups wait on the same stages but are otherwise independent: while one promotes
+// (FP32 pipe), the other's wgmma keeps the tensor cores busy -- the overlap CUTLASS's cooperative
+// FP8 kernels lose by draining both warpgroups before every promotion.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "cute/arch/mma_sm90_gmma.hpp"
+#include "gemm/fp8_sm90_ptx.cuh"
+#include "gemm/fp8_sm90_scheduler.cuh"
+
+namespace deepwell::matmul::sm90::fp8 {
+
+// ------------------------------------------------------------------------------ scale policies
+
+// Tensor scales (1 element each) and row / column scales (one per row of A, one per column of B):
+// applied once per output element in the epilogue; the main loop promotes with scale 1.
+struct ScaleTensorRow {
+  static constexpr bool kMainloopScales = false;
+  static constexpr const char* kName = "tensor_row";
+};
+// DeepSeek blocks: one fp32 scale per 1 x 128 (row, k-block) of A and per 128 x 128 block of B,
+// multiplied into each k-block's partial sums before they join the fp32 accumulator.
+struct ScaleBlock1x128x128 {
+  static constexpr bool kMainloopScales = true;
+  static constexpr const char* kName = "block1x128_128x128";
+};
+
+// --------------------------------------------------------------------------- promotion policies
+
+// After each k-block's wgmmas: wait for them, then promote (one temporary accumulator). The other
+// math warpgroup's wgmma is what keeps the tensor cores busy during the promotion.
+struct PromoteSerial {
+  static constexpr int kTemporaries = 1;
+};
+// Issue k-block kb + 1's wgmmas into a second temporary before promoting k-block kb (wgmma wait 1
+// instead of 0), so each warpgroup keeps a wgmma batch in flight while it promotes. Costs a second
+// kBlockN / 2 temporary registers per thread (192 accumulator registers at kBlockN = 128).
+struct PromoteOverlapped {
+  static constexpr int kTemporaries = 2;
+};
+
+// ------------------------------------------------------------------------------- wgmma shapes
+
+template <int kN, bool kE5M2B>
+struct WgmmaOp;
+template <>
+struct WgmmaOp<128, false> {
+  using Op = cute::SM90::GMMA::MMA_64x128x32_F32E4M3E4M3_SS_TN<>;
+};
+template <>
+struct WgmmaOp<128, true> {
+  using Op = cute::SM90::GMMA::MMA_64x128x32_F32E4M3E5M2_SS_TN<>;
+};
+template <>
+struct WgmmaOp<192, false> {
+  using Op = cute::SM90::GMMA::MMA_64x192x32_F32E4M3E4M3_SS_TN<>;
+};
+
+// d[0..kRegs) += A(64 x 32) * B(32 x N)^T, or = when `accumulate` is false.
+template <class Op, int kRegs, size_t... I>
+__device__ __forceinline__ void wgmma_call(uint64_t da, uint64_t db, float (&d)[kRegs],
+                                           bool accumulate, std::index_sequence<I...>) {
+  Op::fma(da, db, d[I]...,
+          accumulate ? cute::SM90::GMMA::ScaleOut::One : cute::SM90::GMMA::ScaleOut::Zero);
+}
+
+// ----------------------------------------------------------------------------- shared memory
+
+template <int kBlockM, int kBlockN, int kBlockK, int kStages, bool kScalesA>
+struct SharedLayout {
+  static constexpr int kABytes = kBlockM * kBlockK;  // e4m3
+  static constexpr int kBBytes = kBlockN * kBlockK;
+  static constexpr int kSfaBytes = kScalesA ? kBlockM * 4 : 0;
+  // Each stage's A and B tile starts on a 1024-byte boundary (128B-swizzle atoms; wgmma
+  // descriptors with base offset 0); the scale vector on a 128-byte one (TMA destination).
+  static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "tiles of whole swizzle atoms");
+  static constexpr int kAOffset = 0;
+  static constexpr int kBOffset = kAOffset + kStages * kABytes;
+  static constexpr int kSfaOffset = kBOffset + kStages * kBBytes;
+  // Epilogue column vectors (scale_n, bias_n of the tile), one buffer per math warpgroup.
+  static constexpr int kColsOffset = kSfaOffset + kStages * kSfaBytes;
+  static constexpr int kColsBytes = 2 * kBlockN * 4;
+  static constexpr int kBarOffset = kColsOffset + 2 * kColsBytes;
+  static constexpr int kBytes = kBarOffset + 2 * kStages * 8;
+  // TMA traffic per stage (out-of-bounds boxes are zero-filled and still count in full).
+  static constexpr uint32_t kStageTxBytes = kABytes + kBBytes + kSfaBytes;
+
+  uint8_t* base;
+  __device__ uint8_t* a(uint32_t s) const { return base + kAOffset + s * kABytes; }
+  __device__ uint8_t* b(uint32_t s) const { return base + kBOffset + s * kBBytes; }
+  __device__ float* sfa(uint32_t s) const {
+    return reinterpret_cast<float*>(base + kSfaOffset + s * kSfaBytes);
+  }
+  __device__ float* cols(int wg) const {
+    return reinterpret_cast<float*>(base + kColsOffset + wg * kColsBytes);
+  }
+  __device__ uint64_t* full(uint32_t s) const {
+    return reinterpret_cast<uint64_t*>(base + kBarOffset) + s;
+  }
+  __device__ uint64_t* empty(uint32_t s) const {
+    return reinterpret_cast<uint64_t*>(base + kBarOffset) + kStages + s;
+  }
+};
+
+// Position in the ring of stages, carried across tiles by producer and consumers alike.
+template <int kStages>
+struct PipelineState {
+  uint32_t stage = 0, phase = 0;
+  __device__ __forceinline__ void advance() {
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+// ------------------------------------------------------------------------------------ producer
+
+// Runs on one thread: loads every k-block of every tile this CTA owns.
+template <class K, class Params>
+__device__ __forceinline__ void produce(const Params& p, const typename K::Smem& sm,
+                                        const typename K::Scheduler& sched) {
+  PipelineState<K::kStages> st;
+  // With a cluster, this CTA loads rows [rank * kBRows, + kBRows) of the B tile for every CTA of
+  // the cluster (multicast); its empty barriers count the math warps of all of them.
+  constexpr int kBRows = K::kBlockN / K::kClusterM;
+  const int32_t b_row0 = sched.rank * kBRows;
+  for (int32_t t = sched.first; t < sched.tiles; t += sched.stride) {
+    const TileCoord c = sched.coord(t);
+    const int32_t m0 = c.m_block * K::kBlockM, n0 = c.n_block * K::kBlockN;
+    // A cluster's CTA past the last m-block only loads its share of B for its peers (its math
+    // warpgroups compute on stale A data and store nothing).
+    const bool load_a = K::kClusterM == 1 || c.m_block < p.m_blocks;
+    const uint32_t tx = load_a ? K::Smem::kStageTxBytes
+                               : K::Smem::kStageTxBytes - K::Smem::kABytes - K::Smem::kSfaBytes;
+    for (int32_t kb = 0; kb < p.k_blocks; ++kb) {
+      mbar_wait(sm.empty(st.stage), st.phase ^ 1);  // the first round passes at once
+      uint64_t* full = sm.full(st.stage);
+      mbar_arrive_expect_tx(full, tx);
+      if (load_a) tma_load_3d(&p.tma_a, full, sm.a(st.stage), kb * K::kBlockK, m0, c.batch);
+      if constexpr (K::kClusterM == 1) {
+        tma_load_3d(&p.tma_b, full, sm.b(st.stage), kb * K::kBlockK, n0, c.batch);
+      } else {
+        tma_load_3d_multicast(&p.tma_b, full, sm.b(st.stage) + b_row0 * K::kBlockK,
+                              kb * K::kBlockK, n0 + b_row0, c.batch,
+                              static_cast<uint16_t>((1u << K::kClusterM) - 1));
+      }
+      if (K::Scale::kMainloopScales && load_a) {
+        tma_load_2d(&p.tma_sfa, full, sm.sfa(st.stage), m0, kb);
+      }
+      st.advance();
+    }
+  }
+}
+
+// --------------------------------------------------------------------------------- math k-loop
+
+// Scales of one k-block as the promotion needs them (1 for tensor / row scaling).
+// The products sa * sb are formed in promote(), after the wgmma wait, so that the wgmma issue never
+// waits for the B scale's global load.
+struct KBlockScales {
+  float a0, a1;  // A scales of accumulator rows `row` and `row + 8`
+  float b0, b1;  // B scales of the tile's first and (kBlockN > 128) second 128-column block
+};
+
+// Per-k-block pieces of the math loop of warpgroup `wg`; `row` is the thread's first accumulator
+// row within the warpgroup's 64 (the second is row + 8).
+template <class K, class Params>
+struct MathKBlock {
+  static constexpr int kRegs = K::kAccRegs;
+  using Op = typename WgmmaOp<K::kBlockN, K::kE5M2B>::Op;
+  const Params& p;
+  const typename K::Smem& sm;
+  int wg, row, lane;
+  const float* sfb;  // this tile's row of B scales (block scaling)
+  const float* sfb2;  // the next row (kBlockN > 128: the tile's columns past the first B block)
+  int32_t first_chunks;  // kBlockN > 128: 8-column chunks of the tile in its first B block
+
+  // Waits for the stage, reads its A scales, issues its 4 wgmmas into `tmp` (committed as one
+  // group, not waited for).
+  __device__ __forceinline__ KBlockScales issue(uint32_t stage, uint32_t phase, int32_t kb,
+                                                float (&tmp)[kRegs]) const {
+    float sb = 1.0f, sb2 = 1.0f;
+    if constexpr (K::Scale::kMainloopScales) {
+      sb = __ldg(sfb + kb);  // L1 hits after the tile's first k-blocks
+      if constexpr (K::kTwoBScales) sb2 = __ldg(sfb2 + kb);
+    }
+    mbar_wait(sm.full(stage), phase);
+    KBlockScales sc{1.0f, 1.0f, sb, sb2};
+    if constexpr (K::Scale::kMainloopScales) {
+      const float* sfa = sm.sfa(stage) + wg * 64 + row;
+      sc.a0 = sfa[0];
+      sc.a1 = sfa[8];
+    }
+#pragma unroll
+    for (int i = 0; i < kRegs; ++i) fence_operand(tmp[i]);
+    wgmma_fence();
+    const uint64_t da = smem_desc_k_sw128(sm.a(stage) + wg * 64 * K::kBlockK);
+    const uint64_t db = smem_desc_k_sw128(sm.b(stage));
+#pragma unroll
+    for (int k = 0; k < K::kBlockK / 32; ++k) {
+      wgmma_call<Op>(da + 2 * k, db + 2 * k, tmp, k > 0, std::make_index_sequence<kRegs>{});
+    }
+    wgmma_commit();
+#pragma unroll
+    for (int i = 0; i < kRegs; ++i) fence_operand(tmp[i]);
+    return sc;
+  }
+
+  // The stage's tiles and A scales are no longer read by this warp: hand it back (to every CTA
+  // of the cluster: each one's producer wrote part of the B tile here).
+  __device__ __forceinline__ void release(uint32_t stage) const {
+    if constexpr (K::kClusterM == 1) {
+      mbar_arrive_if(sm.empty(stage), lane == 0);
+    } else {
+      mbar_arrive_cluster_if(sm.empty(stage), static_cast<uint32_t>(lane), lane < K::kClusterM);
+    }
+  }
+
+  __device__ __forceinline__ void promote(float (&acc)[kRegs], const float (&tmp)[kRegs],
+                                          KBlockScales sc) const {
+    if constexpr (K::Scale::kMainloopScales) {
+      const float s0 = sc.a0 * sc.b0, s1 = sc.a1 * sc.b0;
+      const float t0 = sc.a0 * sc.b1, t1 = sc.a1 * sc.b1;
+#pragma unroll
+      for (int i = 0; i < kRegs; i += 4) {
+        // chunk i / 4 holds columns 8 (i / 4) .. + 7 of the tile: one B block
+        const bool first = !K::kTwoBScales || i / 4 < first_chunks;
+        const float r0 = first ? s0 : t0, r1 = first ? s1 : t1;
+        acc[i + 0] = fmaf(tmp[i + 0], r0, acc[i + 0]);
+        acc[i + 1] = fmaf(tmp[i + 1], r0, acc[i + 1]);
+        acc[i + 2] = fmaf(tmp[i + 2], r1, acc[i + 2]);
+        acc[i + 3] = fmaf(tmp[i + 3], r1, acc[i + 3]);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kRegs; ++i) acc[i] += tmp[i];
+    }
+  }
+};
+
+// One tile's k-loop for math warpgroup `wg` (rows wg * 64 .. + 63 of the tile): acc = the tile's
+// fp32 sums, promoted every k-block.
+template <class K, class Params>
+__device__ __forceinline__ void mainloop_tile(const Params& p, const typename K::Smem& sm,
+                                              PipelineState<K::kStages>& st, const TileCoord& c,
+                                              int wg, int row, int lane,
+                                              float (&acc)[K::kAccRegs]) {
+  constexpr int kRegs = K::kAccRegs;
+  const float* sfb = nullptr;
+  const float* sfb2 = nullptr;
+  int32_t first_chunks = K::kBlockN / 8;
+  if constexpr (K::Scale::kMainloopScales) {
+    // B scale blocks are 128 columns wide; a wider tile starts in block n0 / 128 and ends in the
+    // next one (clamped to the last block: its columns past N are never stored).
+    const int32_t n0 = c.n_block * K::kBlockN, nb = n0 / 128;
+    sfb = p.sfb + static_cast<int64_t>(nb) * p.sfb_ld;
+    sfb2 = nb + 1 < p.n_scale_blocks ? sfb + p.sfb_ld : sfb;
+    first_chunks = ((nb + 1) * 128 - n0) / 8;
+  }
+  const MathKBlock<K, Params> mk{p, sm, wg, row, lane, sfb, sfb2, first_chunks};
+#pragma unroll
+  for (int i = 0; i < kRegs; ++i) acc[i] = 0.0f;
+
+  if constexpr (K::Promotion::kTemporaries == 1) {
+    for (int32_t kb = 0; kb < p.k_blocks; ++kb) {
+      float tmp[kRegs];
+      const KBlockScales sc = mk.issue(st.stage, st.phase, kb, tmp);
+      wgmma_wait<0>();
+      mk.release(st.stage);
+      mk.promote(acc, tmp, sc);
+      st.advance();
+    }
+  } else {
+    // Two temporaries in turn: t0 holds even k-blocks, t1 odd ones; k-block kb + 1 is issued
+    // before k-block kb is promoted. `nx` is the stage of the next k-block to issue.
+    float t0[kRegs], t1[kRegs];
+    PipelineState<K::kStages> nx = st;
+    KBlockScales sc0 = mk.issue(nx.stage, nx.phase, 0, t0), sc1{};
+    nx.advance();
+    for (int32_t kb = 0; kb < p.k_blocks; kb += 2) {
+      if (kb + 1 < p.k_blocks) {
+        sc1 = mk.issue(nx.stage, nx.phase, kb + 1, t1);
+        nx.advance();
+        wgmma_wait<1>();
+      } else {
+        wgmma_wait<0>();
+      }
+      mk.release(st.stage);
+      st.advance();
+      mk.promote(acc, t0, sc0);
+      if (kb + 1 >= p.k_blocks) break;
+      if (kb + 2 < p.k_blocks) {
+        sc0 = mk.issue(nx.stage, nx.phase, kb + 2, t0);
+        nx.advance();
+        wgmma_wait<1>();
+      } else {
+        wgmma_wait<0>();
+      }
+      mk.release(st.stage);
+      st.advance();
+      mk.promote(acc, t1, sc1);
+    }
+  }
+}
+
+}  // namespace deepwell::matmul::sm90::fp8
