@@ -72,14 +72,30 @@ __global__ void __launch_bounds__(256) quantize_block128_kernel(const BlockParam
     if (p.scales_t) p.scales_t[bc * p.brows + br] = s;
   }
   const bool nan_scale = abs_bits(s) >= kF32Inf;
+  // v / s as __fdiv_rn, in place (kernels.cuh, kDivLo): the scale is the CTA's, so the branch
+  // is uniform; a NaN scale takes the slow path and its codes are replaced below.
+  const Fp32Divider d(s);
+  if (d.fast) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) v[i][k] = d.fast_div(v[i][k]);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) v[i][k] = __fdiv_rn(v[i][k], s);
+    }
+  }
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int64_t r = row0 + tr + 16 * i;
     uint32_t w[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const uint32_t lo = cvt_fp8x2<E>(div_rn(v[i][4 * h], s), div_rn(v[i][4 * h + 1], s));
-      const uint32_t hi = cvt_fp8x2<E>(div_rn(v[i][4 * h + 2], s), div_rn(v[i][4 * h + 3], s));
+      const uint32_t lo = cvt_fp8x2<E>(v[i][4 * h], v[i][4 * h + 1]);
+      const uint32_t hi = cvt_fp8x2<E>(v[i][4 * h + 2], v[i][4 * h + 3]);
       w[h] = nan_scale ? 0x7f7f7f7fu : (lo | hi << 16);
     }
     if (p.data_t) {
