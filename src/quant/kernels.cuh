@@ -262,8 +262,8 @@ inline unsigned grid_for(int64_t threads, int block = 256) {
 // Launchers provided by the kernel files to the dispatcher (quantize_sm90.cu).
 // A call with the transposed copy (quantize_transpose_sm90.cu), every format but 128x128: writes
 // data, its scales, data_t and its scales from one read of x (kFp8Row: two).
-Status launch_transposed(const Problem& p, const uint32_t* amax, cudaStream_t stream);
-// 128x128 blocks, with the optional transposed copy (quantize_block128_sm90.cu).
-Status launch_block128(const Problem& p, cudaStream_t stream);
+Status launch_transposed(const Problem& p, const uint32_t* amax, int sm_count, cudaStream_t stream);
+// 128x128 blocks, any batch, with the optional transposed copy (the same tile kernel).
+Status launch_block128(const Problem& p, int sm_count, cudaStream_t stream);
 
 }  // namespace deepwell::quant

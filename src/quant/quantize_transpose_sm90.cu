@@ -1,25 +1,29 @@
-// CUDA kernels for a quantize() call with the transposed copy (sm_90a): data = quantize(x) and
-// data_t = quantize(x^T) of a 2-D, contiguous x (R, K), both from ONE read of x.
+// CUDA kernels for quantize() calls with the transposed copy, and for 128x128 blocks (sm_90a):
+// data = quantize(x) and data_t = quantize(x^T) of a 2-D, contiguous x (R, K), both from ONE read
+// of x; kFp8Block128x128 (any batch, with or without data_t) goes through the same kernel.
 //
-// quantize_tile_kernel: a 256-thread CTA owns a 128 (R) x TK (K) tile of x (TK = 128 for
-// kFp8Block1x128, whose groups are 128 long in both directions, 64 otherwise).
-//  1. load: 16-byte global loads (or zero-filled element loads on an edge or unaligned tile) into
-//     shared memory, the raw 2- or 4-byte values; zeros do not change an amax.
-//  2. rows: each thread encodes 16-element chunks of tile rows (group amax over block/16 adjacent
+// quantize_tile_kernel: a 256-thread CTA walks `tiles_per_cta` tiles of 128 rows x TK columns
+// (TK = 128 for the 128-long groups of kFp8Block1x128 / kFp8Block128x128, 64 otherwise) down one
+// column strip of x, double-buffered: the 16-byte cp.async loads of tile t+1 are in flight while
+// tile t is encoded (edge and unaligned tiles are loaded with plain element loads, zero-filled:
+// zeros do not change an amax). Per tile:
+//  0. kFp8Block128x128: the tile's amax (block reduce) is the block's scale.
+//  1. rows: each thread encodes 16-element chunks of tile rows (group amax over block/16 adjacent
 //     lanes with shuffles, as quantize_groups_kernel) and stores them to data.
-//  3. columns: a unit is (column pair, 16 rows); the lanes of a warp take 32 adjacent column pairs
-//     of the same rows, so every shared load of a warp reads one contiguous 128-byte row segment
-//     (no bank conflicts). Pass 1 writes the amax of every (column, 16 rows) to shared memory;
-//     pass 2 combines block/16 of them into the group amax, re-reads the values and encodes them
-//     into 16 consecutive codes of a data_t row (16-byte stores; 8 for fp4).
+//  2. columns (when data_t is requested): a unit is (column pair, 16 rows); the lanes of a warp
+//     take 32 adjacent column pairs of the same rows, so every shared load of a warp reads one
+//     contiguous 128-byte row segment (no bank conflicts). For group scales, pass 1 writes the
+//     amax of every (column, 16 rows) to shared memory and pass 2 combines block/16 of them. The
+//     16 codes of a unit go to a data_t row with one 16-byte store (fp4: 8), or, when the rows of
+//     data_t are not 16-byte aligned (R % 16 != 0), through shared memory, written out by whole
+//     warps along each data_t row (32 consecutive bytes per store instruction, instead of 16
+//     single-byte stores per lane, each to a different row).
 // Scales and codes come from codec.hpp through encode_chunk, exactly as the row kernels.
 //
 // kFp8Tensor reads the tensor amax of launch_amax (quantize_sm90.cu); kFp8Row first reduces the
 // row and the column amaxes of x in one pass (rowcol_amax_kernel, atomicMax into the two scale
 // outputs), converts them to scales in place, then the tile kernel encodes with them: two reads of
 // x instead of one, bound to about (in + out) / (2 in + out) of copy bandwidth.
-// kFp8Block128x128 is not here: its transposed copy is the transpose of its codes
-// (quantize_block128_sm90.cu).
 #include <type_traits>
 
 #include "core/validate.hpp"
@@ -32,20 +36,25 @@ constexpr int kTileR = 128;  // rows of x per tile: a multiple of every group (1
 constexpr int kThreads = 256;
 
 struct TileParams {
-  const void* x;  // (R, K), contiguous
+  const void* x;  // (R, K), contiguous; kFp8Block128x128: (batch * rows2, K)
   int64_t R, K;
+  int64_t rows2;            // rows per batch (tiles never straddle two batches); R unless 128x128
+  int64_t tiles_per_batch;  // ceil(rows2 / 128)
+  int64_t row_tiles;        // batches * tiles_per_batch
+  int64_t tiles_per_cta;    // consecutive row tiles one CTA walks
   uint8_t* data;    // (R, K) codes
   void* scales;     // its scales (kFp8Row: the finished per-row scales)
-  uint8_t* data_t;  // (K, R) codes
+  uint8_t* data_t;  // (K, R) codes, or null (no transposed copy)
   void* scales_t;   // its scales (kFp8Row: the finished per-column scales of x)
   const uint32_t* amax;  // tensor amax bits (kFp8Tensor, kNvfp4)
   QuantFormat format;
   bool rceil, pow2, swizzle;
   bool vec_ok;      // x and its rows are 16-byte aligned: 16-byte loads on full tiles
+  bool stage_t;     // data_t rows are not 16-byte aligned: stage its codes in shared memory
   int block;        // scale group (16, 32, 128) in both directions; 16 for kFp8Tensor / kFp8Row
   int block_shift;  // log2(block)
   int64_t C, Ct;    // scale columns of data (per row of x) and of data_t (per column of x)
-  int64_t tile_row0;  // first row tile of this launch (gridDim.y is at most 65535)
+  int64_t tile_row0;  // first CTA row of this launch (gridDim.y is at most 65535)
 };
 
 // Raw storage of an input element in shared memory, and its exact fp32 value.
@@ -63,8 +72,25 @@ __device__ __forceinline__ float raw_to_f32(uint32_t r) {
   }
 }
 
+__device__ __forceinline__ int thread_index() {
+  int t;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+  return t;
+}
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
 // The scale of one chunk of a group with the given amax; the group's first chunk (writer) stores
-// it at scales[si]. fixed_s: kFp8Tensor's scale, kNvfp4's s_t, or kFp8Row's row / column scale.
+// it at scales[si]. fixed_s: the scale of kFp8Tensor, kFp8Row (the row's or column's) and
+// kFp8Block128x128 (the tile's), or kNvfp4's s_t.
 template <Elem E>
 __device__ __forceinline__ ChunkScale chunk_scale(const TileParams& p, uint32_t amax, float fixed_s,
                                                   bool writer, void* scales, int64_t si) {
@@ -73,6 +99,7 @@ __device__ __forceinline__ ChunkScale chunk_scale(const TileParams& p, uint32_t 
   switch (p.format) {
     case QuantFormat::kFp8Tensor:
     case QuantFormat::kFp8Row:
+    case QuantFormat::kFp8Block128x128:
       break;
     case QuantFormat::kFp8Block1x128:
       cs.s = fp32_scale(amax, info, p.pow2);
@@ -90,132 +117,235 @@ __device__ __forceinline__ ChunkScale chunk_scale(const TileParams& p, uint32_t 
   return cs;
 }
 
-template <class In, Elem E, int TK>
-__global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParams p) {
-  static_assert(TK == 64 || TK == 128, "tile width: 64, or 128 for the 1x128 groups");
-  static_assert(E != Elem::kE2M1 || TK == 64, "fp4 formats have groups of 16 or 32");
+template <class In, int TK>
+struct TileShape {
   using R_ = Raw<In>;
-  constexpr int kVec = 16 / sizeof(In);        // elements per 16-byte access
-  constexpr int kVecPerRow = TK / kVec;
-  constexpr int kLoads = kTileR * kVecPerRow / kThreads;  // 16-byte loads per thread
+  static constexpr int kVec = 16 / sizeof(In);  // elements per 16-byte access
+  static constexpr int kVecPerRow = TK / kVec;
+  static constexpr int kLoads = kTileR * kVecPerRow / kThreads;  // 16-byte loads per thread
+  static constexpr int kCpr = TK / kChunk;                       // 16-element chunks per row
+  static constexpr int kRowChunks = kTileR * kCpr / kThreads;
+  static constexpr int kPairs = TK / 2;                          // column pairs
+  static constexpr int kUnits = kPairs * (kTileR / kChunk) / kThreads;  // (pair, 16 rows)
+  static constexpr int kTileElems = kTileR * TK;
   static_assert(kTileR * kVecPerRow % kThreads == 0, "whole loads per thread");
-  constexpr int kCpr = TK / kChunk;            // 16-element chunks per tile row
-  constexpr int kRowChunks = kTileR * kCpr / kThreads;
-  constexpr int kPairs = TK / 2;               // column pairs
-  constexpr int kUnits = kPairs * (kTileR / kChunk) / kThreads;  // (pair, 16 rows) per thread
   static_assert(kTileR * kCpr % kThreads == 0 && kPairs * (kTileR / kChunk) % kThreads == 0,
                 "whole chunks and units per thread");
   static_assert(kPairs % 32 == 0, "a warp's units share their rows (conflict-free column reads)");
+  // dynamic shared memory: two tile buffers, then (stage_t) TK rows of 128 data_t codes
+  static size_t smem_bytes(bool stage_t) {
+    return 2 * size_t{kTileElems} * sizeof(In) + (stage_t ? size_t{TK} * kTileR : 0);
+  }
+};
+
+template <class In, Elem E, int TK>
+__global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParams p) {
+  static_assert(TK == 64 || TK == 128, "tile width: 64, or 128 for the 128-long groups");
+  static_assert(E != Elem::kE2M1 || TK == 64, "fp4 formats have groups of 16 or 32");
+  using S = TileShape<In, TK>;
+  using R_ = typename S::R_;
+  constexpr int kVec = S::kVec, kCpr = S::kCpr, kPairs = S::kPairs;
 
   extern __shared__ __align__(16) uint8_t smem_raw[];
-  R_* tile = reinterpret_cast<R_*>(smem_raw);  // [kTileR][TK]
+  R_* const bufs = reinterpret_cast<R_*>(smem_raw);  // 2 x [kTileR][TK]
+  uint8_t* const stage = smem_raw + 2 * sizeof(R_) * S::kTileElems;  // [TK][kTileR] (stage_t)
   __shared__ uint32_t col_amax[kTileR / kChunk][TK];
+  __shared__ uint32_t red[kThreads / 32];
 
-  const int64_t r0 = (p.tile_row0 + blockIdx.y) * kTileR, c0 = int64_t{blockIdx.x} * TK;
+  const int64_t c0 = int64_t{blockIdx.x} * TK;
+  const int64_t t_begin = (p.tile_row0 + blockIdx.y) * p.tiles_per_cta;
+  const int64_t t_end = min(t_begin + p.tiles_per_cta, p.row_tiles);
   const R_* x = static_cast<const R_*>(p.x);
-
-  // 1. load
-  if (p.vec_ok && r0 + kTileR <= p.R && c0 + TK <= p.K) {
-    uint4 buf[kLoads];  // all loads issued before the first shared store
-#pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      const int q = threadIdx.x + i * kThreads, rr = q / kVecPerRow, cc = (q % kVecPerRow) * kVec;
-      buf[i] = __ldg(reinterpret_cast<const uint4*>(x + (r0 + rr) * p.K + c0 + cc));
-    }
-#pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      const int q = threadIdx.x + i * kThreads, rr = q / kVecPerRow, cc = (q % kVecPerRow) * kVec;
-      *reinterpret_cast<uint4*>(tile + rr * TK + cc) = buf[i];
-    }
-  } else {
-    for (int q = threadIdx.x; q < kTileR * TK; q += kThreads) {
-      const int rr = q / TK, cc = q % TK;
-      const int64_t r = r0 + rr, c = c0 + cc;
-      tile[q] = r < p.R && c < p.K ? x[r * p.K + c] : R_{0};
-    }
-  }
-  __syncthreads();
+  const bool block128 = p.format == QuantFormat::kFp8Block128x128;
+  const bool group_t = p.format != QuantFormat::kFp8Tensor && p.format != QuantFormat::kFp8Row &&
+                       !block128;  // columns have group scales (their amax pass is needed)
 
   float fixed_s = 0.0f;  // kFp8Tensor: the scale; kNvfp4: s_t
   if (p.format == QuantFormat::kFp8Tensor) fixed_s = fp32_scale(*p.amax, elem_info(E), p.pow2);
   if (p.format == QuantFormat::kNvfp4) fixed_s = nvfp4_tensor_scale(*p.amax);
   const int tpg = p.block / kChunk;  // chunks per scale group: 1, 2 or 8
 
-  // 2. rows of x -> data
-#pragma unroll 1
-  for (int i = 0; i < kRowChunks; ++i) {
-    const int q = threadIdx.x + i * kThreads, rr = q / kCpr, cc = (q % kCpr) * kChunk;
-    const int64_t r = r0 + rr, c = c0 + cc;
-    float v[kChunk];
-    const uint4* src = reinterpret_cast<const uint4*>(tile + rr * TK + cc);
+  // Rows [r0, r_end) of row tile t.
+  auto tile_rows = [&](int64_t t, int64_t& r0, int64_t& r_end) {
+    const int64_t b = t / p.tiles_per_batch, i = t - b * p.tiles_per_batch;
+    r0 = b * p.rows2 + i * kTileR;
+    r_end = b * p.rows2 + min(p.rows2, (i + 1) * kTileR);
+  };
+  auto full = [&](int64_t t) {
+    int64_t r0, r_end;
+    tile_rows(t, r0, r_end);
+    return p.vec_ok && r_end - r0 == kTileR && c0 + TK <= p.K;
+  };
+  auto issue = [&](int64_t t, R_* buf) {  // cp.async of a full tile, one commit group
+    const int tid = thread_index();
+    int64_t r0, r_end;
+    tile_rows(t, r0, r_end);
 #pragma unroll
-    for (int j = 0; j < kChunk / kVec; ++j) {
-      const uint4 u = src[j];
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) v[j * kVec + k] = vec_elem<In>(u, k);
+    for (int i = 0; i < S::kLoads; ++i) {
+      const int q = tid + i * kThreads, rr = q / S::kVecPerRow,
+                cc = (q % S::kVecPerRow) * kVec;
+      cp_async16(buf + rr * TK + cc, x + (r0 + rr) * p.K + c0 + cc);
     }
-    uint32_t amax = chunk_amax(v);
-    // the lanes of a group are adjacent and aligned (kCpr is a multiple of tpg)
-    for (int o = 1; o < tpg; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    if (r >= p.R || c >= p.K) continue;
-    const float s = p.format == QuantFormat::kFp8Row ? static_cast<const float*>(p.scales)[r]
-                                                     : fixed_s;
-    const ChunkScale cs = chunk_scale<E>(p, amax, s, ((cc / kChunk) & (tpg - 1)) == 0, p.scales,
-                                         group_scale_offset(p.swizzle, p.C, r, c >> p.block_shift));
-    uint32_t w[4];
-    encode_chunk<E>(v, cs, w);
-    store_chunk<E>(p.data, r * p.K + c, static_cast<int>(std::min<int64_t>(p.K - c, kChunk)), w);
-  }
+    cp_async_commit();
+  };
 
-  // 3. columns of x -> rows of data_t
-  auto load_pair = [&](int ch, int cp, float (&a)[kChunk], float (&b)[kChunk]) {
-#pragma unroll
-    for (int k = 0; k < kChunk; ++k) {
-      const R_* e = tile + (ch * kChunk + k) * TK + 2 * cp;
-      if constexpr (sizeof(In) == 4) {
-        const uint2 u = *reinterpret_cast<const uint2*>(e);
-        a[k] = __uint_as_float(u.x);
-        b[k] = __uint_as_float(u.y);
+  if (t_begin < t_end && full(t_begin)) issue(t_begin, bufs);
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    // A fresh copy of the thread index per tile: values derived from it are recomputed per tile
+    // instead of being hoisted out of this loop and held in registers across it (that doubled
+    // the register count and spilled).
+    const int tid = thread_index();
+    const int slot = static_cast<int>((t - t_begin) & 1);
+    R_* const tile = bufs + slot * S::kTileElems;
+    // the other buffer's last reader finished at the __syncthreads ending the previous tile
+    const bool next = t + 1 < t_end && full(t + 1);
+    if (next) issue(t + 1, bufs + (slot ^ 1) * S::kTileElems);
+    int64_t r0, r_end;
+    tile_rows(t, r0, r_end);
+    if (full(t)) {
+      if (next) {
+        cp_async_wait<1>();
       } else {
-        const uint32_t u = *reinterpret_cast<const uint32_t*>(e);
-        a[k] = raw_to_f32<In>(u & 0xffffu);
-        b[k] = raw_to_f32<In>(u >> 16);
+        cp_async_wait<0>();
+      }
+    } else {
+      for (int q = tid; q < S::kTileElems; q += kThreads) {
+        const int rr = q / TK, cc = q % TK;
+        const int64_t r = r0 + rr, c = c0 + cc;
+        tile[q] = r < r_end && c < p.K ? x[r * p.K + c] : R_{0};
       }
     }
-  };
+    __syncthreads();
+
+    // 0. 128x128: the tile's amax is the block's scale
+    float tile_s = fixed_s;
+    if (block128) {
+      uint32_t m = 0;
+      for (int q = tid; q < S::kTileElems / kVec; q += kThreads) {
+        const uint4 u = reinterpret_cast<const uint4*>(tile)[q];
 #pragma unroll
-  for (int i = 0; i < kUnits; ++i) {
-    const int u = threadIdx.x + i * kThreads, cp = u % kPairs, ch = u / kPairs;
-    float a[kChunk], b[kChunk];
-    load_pair(ch, cp, a, b);
-    col_amax[ch][2 * cp] = chunk_amax(a);
-    col_amax[ch][2 * cp + 1] = chunk_amax(b);
-  }
-  __syncthreads();
-#pragma unroll 1
-  for (int i = 0; i < kUnits; ++i) {
-    const int u = threadIdx.x + i * kThreads, cp = u % kPairs, ch = u / kPairs;
-    const int64_t r = r0 + ch * kChunk;
-    if (r >= p.R) continue;
-    float v[2][kChunk];
-    load_pair(ch, cp, v[0], v[1]);
-    const int n = static_cast<int>(std::min<int64_t>(p.R - r, kChunk));
-    const int g0 = ch & ~(tpg - 1);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int cc = 2 * cp + h;
-      const int64_t k = c0 + cc;
-      if (k >= p.K) continue;
-      uint32_t amax = 0;
-      for (int g = 0; g < tpg; ++g) amax = max(amax, col_amax[g0 + g][cc]);
-      const float s = p.format == QuantFormat::kFp8Row ? static_cast<const float*>(p.scales_t)[k]
-                                                       : fixed_s;
-      const ChunkScale cs = chunk_scale<E>(p, amax, s, g0 == ch, p.scales_t,
-                                           group_scale_offset(p.swizzle, p.Ct, k, r >> p.block_shift));
-      uint32_t w[4];
-      encode_chunk<E>(v[h], cs, w);
-      store_chunk<E>(p.data_t, k * p.R + r, n, w);
+        for (int k = 0; k < kVec; ++k) m = max(m, abs_bits(vec_elem<In>(u, k)));
+      }
+      m = block_max_256(m, red);
+      tile_s = fp32_scale(m, elem_info(E), p.pow2);
+      if (tid == 0) {
+        const int64_t b = t / p.tiles_per_batch, i = t - b * p.tiles_per_batch;
+        static_cast<float*>(p.scales)[(b * p.tiles_per_batch + i) * gridDim.x + blockIdx.x] = tile_s;
+        if (p.data_t) static_cast<float*>(p.scales_t)[int64_t{blockIdx.x} * p.row_tiles + t] = tile_s;
+      }
     }
+
+    // 1. rows of x -> data
+#pragma unroll 1
+    for (int i = 0; i < S::kRowChunks; ++i) {
+      const int q = tid + i * kThreads, rr = q / kCpr, cc = (q % kCpr) * kChunk;
+      const int64_t r = r0 + rr, c = c0 + cc;
+      float v[kChunk];
+      const uint4* src = reinterpret_cast<const uint4*>(tile + rr * TK + cc);
+#pragma unroll
+      for (int j = 0; j < kChunk / kVec; ++j) {
+        const uint4 u = src[j];
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) v[j * kVec + k] = vec_elem<In>(u, k);
+      }
+      uint32_t amax = chunk_amax(v);
+      // the lanes of a group are adjacent and aligned (kCpr is a multiple of tpg)
+      for (int o = 1; o < tpg; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+      if (r >= r_end || c >= p.K) continue;
+      const float s = p.format == QuantFormat::kFp8Row ? static_cast<const float*>(p.scales)[r]
+                                                       : tile_s;
+      const ChunkScale cs =
+          chunk_scale<E>(p, amax, s, ((cc / kChunk) & (tpg - 1)) == 0, p.scales,
+                         group_scale_offset(p.swizzle, p.C, r, c >> p.block_shift));
+      uint32_t w[4];
+      encode_chunk<E>(v, cs, w);
+      store_chunk<E>(p.data, r * p.K + c, static_cast<int>(std::min<int64_t>(p.K - c, kChunk)), w);
+    }
+
+    // 2. columns of x -> rows of data_t
+    if (p.data_t) {
+      // The 16 rows of column pair cp in chunk ch: one 4-byte (f32: 8-byte) shared load per row,
+      // kept packed (column h of row k: element h of pr[k]) to halve the registers.
+      using Pair = std::conditional_t<sizeof(In) == 4, uint2, uint32_t>;
+      auto load_pair = [&](int ch, int cp, Pair (&pr)[kChunk]) {
+#pragma unroll
+        for (int k = 0; k < kChunk; ++k) {
+          pr[k] = *reinterpret_cast<const Pair*>(tile + (ch * kChunk + k) * TK + 2 * cp);
+        }
+      };
+      auto column = [&](const Pair (&pr)[kChunk], int h, float (&v)[kChunk]) {
+#pragma unroll
+        for (int k = 0; k < kChunk; ++k) {
+          if constexpr (sizeof(In) == 4) {
+            v[k] = __uint_as_float(h ? pr[k].y : pr[k].x);
+          } else {
+            v[k] = raw_to_f32<In>(h ? pr[k] >> 16 : pr[k] & 0xffffu);
+          }
+        }
+      };
+      if (group_t) {
+#pragma unroll
+        for (int i = 0; i < S::kUnits; ++i) {
+          const int u = tid + i * kThreads, cp = u % kPairs, ch = u / kPairs;
+          Pair pr[kChunk];
+          load_pair(ch, cp, pr);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            float v[kChunk];
+            column(pr, h, v);
+            col_amax[ch][2 * cp + h] = chunk_amax(v);
+          }
+        }
+        __syncthreads();
+      }
+#pragma unroll 1
+      for (int i = 0; i < S::kUnits; ++i) {
+        const int u = tid + i * kThreads, cp = u % kPairs, ch = u / kPairs;
+        const int64_t r = r0 + ch * kChunk;
+        if (r >= r_end) continue;
+        Pair pr[kChunk];
+        load_pair(ch, cp, pr);
+        const int n = static_cast<int>(std::min<int64_t>(r_end - r, kChunk));
+        const int g0 = ch & ~(tpg - 1);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int cc = 2 * cp + h;
+          const int64_t k = c0 + cc;
+          if (k >= p.K) continue;
+          uint32_t amax = 0;
+          if (group_t) {
+            for (int g = 0; g < tpg; ++g) amax = max(amax, col_amax[g0 + g][cc]);
+          }
+          const float s = p.format == QuantFormat::kFp8Row
+                              ? static_cast<const float*>(p.scales_t)[k] : tile_s;
+          const ChunkScale cs =
+              chunk_scale<E>(p, amax, s, g0 == ch, p.scales_t,
+                             group_scale_offset(p.swizzle, p.Ct, k, r >> p.block_shift));
+          float v[kChunk];
+          column(pr, h, v);
+          uint32_t w[4];
+          encode_chunk<E>(v, cs, w);
+          if (E != Elem::kE2M1 && p.stage_t) {
+            *reinterpret_cast<uint4*>(stage + cc * kTileR + ch * kChunk) =
+                make_uint4(w[0], w[1], w[2], w[3]);
+          } else {
+            store_chunk<E>(p.data_t, k * p.R + r, n, w);
+          }
+        }
+      }
+      if (E != Elem::kE2M1 && p.stage_t) {  // warps write whole data_t row segments
+        __syncthreads();
+        const int warp = tid / 32, lane = tid % 32;
+        const int n = static_cast<int>(r_end - r0);
+        for (int cc = warp; cc < TK; cc += kThreads / 32) {
+          const int64_t k = c0 + cc;
+          if (k >= p.K) break;
+          uint8_t* dst = p.data_t + k * p.R + r0;
+          for (int j = lane; j < n; j += 32) dst[j] = stage[cc * kTileR + j];
+        }
+      }
+    }
+    __syncthreads();  // the tile buffer, col_amax and stage are free again
   }
 }
 
@@ -233,17 +363,21 @@ __global__ void __launch_bounds__(kThreads) rowcol_amax_kernel(const In* x, int6
   const int64_t r0 = int64_t{blockIdx.y} * kRows, c = int64_t{blockIdx.x} * kCols + lane * kVec;
   const bool vec = vec_ok && c + kVec <= K;
   uint32_t cm[kVec] = {};
-  float v[kRows / 8][kVec];
+  uint4 u[kRows / 8];  // raw 16-byte rows (decoded when reduced: half the registers of floats)
 #pragma unroll
   for (int i = 0; i < kRows / 8; ++i) {  // all loads first: 8 x 16 bytes in flight per thread
     const int64_t r = r0 + warp + 8 * i;
     if (vec && r < R) {
-      const uint4 u = __ldg(reinterpret_cast<const uint4*>(x + r * K + c));
+      u[i] = __ldg(reinterpret_cast<const uint4*>(x + r * K + c));
+    } else {  // edge: element loads of the raw bits, zero outside x
+      uint32_t w[4] = {0, 0, 0, 0};
+      const Raw<In>* xr = reinterpret_cast<const Raw<In>*>(x);
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) v[i][k] = vec_elem<In>(u, k);
-    } else {
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) v[i][k] = r < R && c + k < K ? to_f32(x[r * K + c + k]) : 0.0f;
+      for (int k = 0; k < kVec; ++k) {
+        const uint32_t b = r < R && c + k < K ? uint32_t{xr[r * K + c + k]} : 0u;
+        w[k * sizeof(In) / 4] |= b << (8 * ((k * sizeof(In)) % 4));
+      }
+      u[i] = make_uint4(w[0], w[1], w[2], w[3]);
     }
   }
 #pragma unroll
@@ -251,7 +385,7 @@ __global__ void __launch_bounds__(kThreads) rowcol_amax_kernel(const In* x, int6
     uint32_t m = 0;
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      const uint32_t a = abs_bits(v[i][k]);
+      const uint32_t a = abs_bits(vec_elem<In>(u[i], k));
       m = max(m, a);
       cm[k] = max(cm[k], a);
     }
@@ -292,8 +426,8 @@ void with_input(DType in, Fn&& fn) {
 }
 
 template <class In, Elem E, int TK>
-Status launch_tile(const TileParams& base, int64_t row_tiles, cudaStream_t stream) {
-  const size_t smem = size_t{kTileR} * TK * sizeof(In);
+Status launch_tile(const TileParams& base, cudaStream_t stream) {
+  const size_t smem = TileShape<In, TK>::smem_bytes(base.stage_t);
   auto* kernel = quantize_tile_kernel<In, E, TK>;
   if (smem > 48 * 1024) {
     DW_CUDA_TRY("quantize", cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -301,40 +435,45 @@ Status launch_tile(const TileParams& base, int64_t row_tiles, cudaStream_t strea
   }
   TileParams p = base;
   const unsigned col_tiles = static_cast<unsigned>((p.K + TK - 1) / TK);
-  for (p.tile_row0 = 0; p.tile_row0 < row_tiles; p.tile_row0 += 65535) {
-    const unsigned rows = static_cast<unsigned>(std::min<int64_t>(65535, row_tiles - p.tile_row0));
+  const int64_t cta_rows = (p.row_tiles + p.tiles_per_cta - 1) / p.tiles_per_cta;
+  for (p.tile_row0 = 0; p.tile_row0 < cta_rows; p.tile_row0 += 65535) {
+    const unsigned rows = static_cast<unsigned>(std::min<int64_t>(65535, cta_rows - p.tile_row0));
     kernel<<<dim3(col_tiles, rows), kThreads, smem, stream>>>(p);
     DW_TRY(detail::last_launch_status("quantize"));
   }
   return Status::Ok();
 }
 
-// The instance for the format: 128-wide tiles for the 1x128 groups, 64-wide otherwise.
+// The instance for the format: 128-wide tiles for the 128-long groups, 64-wide otherwise.
 template <class In>
-Status launch_tiles(const Problem& p, const TileParams& c, int64_t row_tiles, cudaStream_t stream) {
-  if (p.format == QuantFormat::kFp8Block1x128) {
-    return p.elem == Elem::kE5M2 ? launch_tile<In, Elem::kE5M2, 128>(c, row_tiles, stream)
-                                 : launch_tile<In, Elem::kE4M3, 128>(c, row_tiles, stream);
+Status launch_tiles(const Problem& p, const TileParams& c, cudaStream_t stream) {
+  if (p.format == QuantFormat::kFp8Block1x128 || p.format == QuantFormat::kFp8Block128x128) {
+    return p.elem == Elem::kE5M2 ? launch_tile<In, Elem::kE5M2, 128>(c, stream)
+                                 : launch_tile<In, Elem::kE4M3, 128>(c, stream);
   }
   switch (p.elem) {
-    case Elem::kE4M3: return launch_tile<In, Elem::kE4M3, 64>(c, row_tiles, stream);
-    case Elem::kE5M2: return launch_tile<In, Elem::kE5M2, 64>(c, row_tiles, stream);
-    default: return launch_tile<In, Elem::kE2M1, 64>(c, row_tiles, stream);
+    case Elem::kE4M3: return launch_tile<In, Elem::kE4M3, 64>(c, stream);
+    case Elem::kE5M2: return launch_tile<In, Elem::kE5M2, 64>(c, stream);
+    default: return launch_tile<In, Elem::kE2M1, 64>(c, stream);
   }
 }
 
-}  // namespace
-
-Status launch_transposed(const Problem& p, const uint32_t* amax, cudaStream_t stream) {
-  const Target& t = p.transposed;
+// Parameters of a tile launch over p.main (and p.transposed when requested); rows2 = rows per
+// batch of kFp8Block128x128, x.rows otherwise.
+TileParams tile_params(const Problem& p, const uint32_t* amax, int sm_count) {
   TileParams c{};
   c.x = p.main.x.data;
   c.R = p.main.x.rows;
   c.K = p.main.x.cols;
+  c.rows2 = p.format == QuantFormat::kFp8Block128x128 ? p.main.rows2 : c.R;
+  c.tiles_per_batch = (c.rows2 + kTileR - 1) / kTileR;
+  c.row_tiles = c.rows2 == 0 ? 0 : (c.R / c.rows2) * c.tiles_per_batch;
   c.data = p.main.data;
   c.scales = p.main.scales;
-  c.data_t = t.data;
-  c.scales_t = t.scales;
+  if (p.has_transposed) {
+    c.data_t = p.transposed.data;
+    c.scales_t = p.transposed.scales;
+  }
   c.amax = amax;
   c.format = p.format;
   c.rceil = p.rule == ScaleRule::kRceil;
@@ -344,6 +483,34 @@ Status launch_transposed(const Problem& p, const uint32_t* amax, cudaStream_t st
   c.block_shift = log2_exact(c.block);
   c.C = (c.K + c.block - 1) / c.block;
   c.Ct = (c.R + c.block - 1) / c.block;
+  const int in_size = p.main.x.dtype == DType::kF32 ? 4 : 2;
+  c.vec_ok = (reinterpret_cast<uintptr_t>(c.x) & 15u) == 0 && (c.K * in_size) % 16 == 0;
+  c.stage_t = c.data_t && !p.traits.fp4 &&
+              ((reinterpret_cast<uintptr_t>(c.data_t) & 15u) != 0 || c.R % 16 != 0);
+  // About four waves of CTAs at 4 CTAs per SM, each walking 1..4 tiles (double-buffered).
+  const int64_t tiles = c.row_tiles * ((c.K + 63) / 64);
+  c.tiles_per_cta = std::clamp<int64_t>(tiles / (int64_t{sm_count} * 16), 1, 4);
+  return c;
+}
+
+Status run_tiles(const Problem& p, const TileParams& c, cudaStream_t stream) {
+  if (c.row_tiles == 0 || c.K == 0) return Status::Ok();
+  switch (p.main.x.dtype) {
+    case DType::kF32: return launch_tiles<float>(p, c, stream);
+    case DType::kF16: return launch_tiles<__half>(p, c, stream);
+    default: return launch_tiles<__nv_bfloat16>(p, c, stream);
+  }
+}
+
+}  // namespace
+
+Status launch_block128(const Problem& p, int sm_count, cudaStream_t stream) {
+  return run_tiles(p, tile_params(p, nullptr, sm_count), stream);
+}
+
+Status launch_transposed(const Problem& p, const uint32_t* amax, int sm_count,
+                         cudaStream_t stream) {
+  const TileParams c = tile_params(p, amax, sm_count);
   if (c.R == 0 || c.K == 0) {
     // Empty codes; kFp8Row still owes its (all-minimum) scales.
     if (p.format == QuantFormat::kFp8Row) {
@@ -361,9 +528,6 @@ Status launch_transposed(const Problem& p, const uint32_t* amax, cudaStream_t st
     }
     return Status::Ok();
   }
-  const int in_size = p.main.x.dtype == DType::kF32 ? 4 : 2;
-  c.vec_ok = (reinterpret_cast<uintptr_t>(c.x) & 15u) == 0 && (c.K * in_size) % 16 == 0;
-
   if (p.format == QuantFormat::kFp8Row) {  // row and column amaxes, then their scales
     auto* row_amax = static_cast<uint32_t*>(c.scales);
     auto* col_amax = static_cast<uint32_t*>(c.scales_t);
@@ -388,12 +552,7 @@ Status launch_transposed(const Problem& p, const uint32_t* amax, cudaStream_t st
                                                            p.elem, p.pow2);
     DW_TRY(detail::last_launch_status("quantize"));
   }
-  const int64_t row_tiles = (c.R + kTileR - 1) / kTileR;
-  switch (p.main.x.dtype) {
-    case DType::kF32: return launch_tiles<float>(p, c, row_tiles, stream);
-    case DType::kF16: return launch_tiles<__half>(p, c, row_tiles, stream);
-    default: return launch_tiles<__nv_bfloat16>(p, c, row_tiles, stream);
-  }
+  return run_tiles(p, c, stream);
 }
 
 }  // namespace deepwell::quant
