@@ -1,6 +1,6 @@
 """Quantization kernels against copy bandwidth: deepwell.quantize / dequantize on bf16 inputs, per
 format and with / without the transposed copy, vs a device-to-device copy of the same number of
-bytes, timed in the same run right after it.
+bytes, timed by common.run_variants in the same process for every case.
 
 "moved" bytes = x read once + every output written (codes and scales, as the call returns them).
 Formats that reduce a per-tensor amax first (fp8_tensor, nvfp4's FP32 tensor scale) and fp8_row
