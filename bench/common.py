@@ -361,7 +361,7 @@ def geomean(xs: list[float]) -> float | None:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
-UNITS = {"tflops": "TFLOP/s", "gflops": "GFLOP/s", "median_us": "median µs"}
+UNITS = {"tflops": "TFLOP/s", "gflops": "GFLOP/s", "median_us": "median µs", "gbps": "GB/s"}
 
 
 def headline(doc: dict, statuses: bool = True) -> list[str]:

@@ -125,6 +125,27 @@ DW_QHD uint8_t encode_e2m1(float x) {
   return static_cast<uint8_t>(((u >> 28) & 0x8u) | code);
 }
 
+// encode_e2m1 for a non-NaN x in about ten integer/fp32 instructions and no compares (sm_90 has
+// no fp4 convert; the kernels use this one, tests/cpp/test_quant_codec.cpp checks it against
+// encode_e2m1 on every non-NaN fp32 of 2^-8 <= |x| < 2^6 and a sample of the rest). The e2m1
+// quantum is 0.5 below 2, 1 in [2, 4), 2 from 4 up: with p = 2^floor(log2|x|) clamped to [1, 4],
+// the fp32 addition |x| + 2^22 p has an ulp of exactly p / 2, so that single IEEE-rounded
+// addition is the RNE of |x| to the e2m1 grid (ties to even: an even fp32 mantissa of the sum is
+// an even count of quanta, and the count starts even at 2^22 p). The count of quanta above
+// 2^22 p, plus 2 log2(p) (the codes below the binade), is the magnitude code; clamping at 7
+// saturates. Inf gives 7 like encode_e2m1; a NaN's sign would survive, hence "non-NaN".
+DW_QHD uint8_t encode_e2m1_nonnan(float x) {
+  const uint32_t u = fbits(x);
+  uint32_t p = u & 0x7f800000u;                                      // 2^floor(log2|x|)
+  p = p < 0x3f800000u ? 0x3f800000u : (p > 0x40800000u ? 0x40800000u : p);  // [1, 4]
+  const uint32_t magic = p + 0x0b000000u;                            // 2^22 p
+  const uint32_t sum = fbits(bitsf(u & 0x7fffffffu) + bitsf(magic));
+  // (p - 1.0f bits) >> 22 == 2 log2(p) (both are multiples of 2^23)
+  uint32_t code = sum - magic + ((p - 0x3f800000u) >> 22);
+  code = code > 7u ? 7u : code;
+  return static_cast<uint8_t>(((u >> 28) & 0x8u) | code);
+}
+
 DW_QHD float decode_e4m3(uint8_t b) {
   const uint32_t sign = static_cast<uint32_t>(b & 0x80u) << 24;
   const uint32_t e = (b >> 3) & 0xfu, m = b & 0x7u;

@@ -89,6 +89,44 @@ __device__ __forceinline__ uint32_t cvt_fp8x2(float a, float b) {
                                   E == Elem::kE4M3 ? __NV_E4M3 : __NV_E5M2);
 }
 
+// Division by an FP32 scale s without a division per element. __fdiv_rn(a, s) compiles (sm_90,
+// SASS) to y0 = MUFU.RCP(s), y = y0 + y0 (1 - s y0), q0 = a y, q1 = q0 + y (a - s q0), plus an
+// FCHK range check that sends operands near the ends of the fp32 range to a slow subroutine; q1
+// is the correctly rounded quotient whenever FCHK passes. Here y is computed once per chunk, and
+// the slow path is taken for the whole chunk unless 2^-40 <= s <= 2^40 (kDivLo..kDivHi, fp32
+// bits). With s in that range:
+//  - every value of the chunk has |a| <= 2^56: a scale covers its values (s >= amax / max_normal
+//    for the FP32-scale formats; NVFP4's s_t s_b >= amax_block / 6.5), so for 2^-60 <= |a| the
+//    operands and the quotient (2^-100 .. 2^100) are far from the fp32 limits, FCHK passes and
+//    q1 == __fdiv_rn(a, s) bit for bit;
+//  - for |a| < 2^-60 (zeros included) the quotient is below 2^-20, which every element format
+//    encodes as a signed zero whatever its exact value: q1 is as tiny, and its sign is forced to
+//    a's (q0 + y r loses the sign of a -0 quotient).
+constexpr uint32_t kDivLo = 0x2b800000u, kDivHi = 0x53800000u;  // 2^-40, 2^40
+
+__device__ __forceinline__ float rcp_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// a / s as __fdiv_rn(a, s) for every finite a covered by the scale s (s >= 2^-40 there): y is the
+// hoisted reciprocal, used when fast (see kDivLo).
+struct Fp32Divider {
+  float s, y;
+  bool fast;
+  __device__ __forceinline__ explicit Fp32Divider(float scale) : s(scale), y(0.0f) {
+    fast = fbits(scale) - kDivLo <= kDivHi - kDivLo;
+    const float y0 = rcp_approx(scale);
+    y = __fmaf_rn(y0, __fmaf_rn(-scale, y0, 1.0f), y0);
+  }
+  __device__ __forceinline__ float fast_div(float a) const {
+    const float q0 = __fmul_rn(a, y);
+    const float q1 = __fmaf_rn(y, __fmaf_rn(-q0, s, a), q0);
+    return __uint_as_float(__float_as_uint(q1) | (__float_as_uint(a) & 0x80000000u));
+  }
+};
+
 // How the codes of a chunk are derived from its values.
 struct ChunkScale {
   enum Kind { kMx, kFp32, kNvfp4 } kind;
@@ -113,21 +151,28 @@ __device__ __forceinline__ void encode_chunk(const float (&v)[kChunk], const Chu
     nan_scale = cs.sb == kE4M3NaN;
     div = mul_rn(cs.s, decode_ue4m3(cs.sb));
   }
+  // The raw __fmul_rn / __fdiv_rn (not codec.hpp's mul_rn / div_rn, which canonicalize a NaN
+  // result): with a finite scale every value here is finite and so is every quotient (a scale is
+  // >= 2^-126 and >= the amax it covers / max_normal), so no NaN can arise, and a block with a
+  // non-finite value has a NaN scale and is written as NaN codes below.
   float q[kChunk];
+  if (cs.kind == ChunkScale::kMx) {
 #pragma unroll
-  for (int i = 0; i < kChunk; ++i) {
-    q[i] = cs.kind == ChunkScale::kMx ? mul_rn(v[i], mult) : div_rn(v[i], div);
+    for (int i = 0; i < kChunk; ++i) q[i] = __fmul_rn(v[i], mult);
+  } else if (const Fp32Divider d(div); d.fast) {  // the fast path of __fdiv_rn (see kDivLo)
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) q[i] = d.fast_div(v[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) q[i] = __fdiv_rn(v[i], div);
   }
   if constexpr (E == Elem::kE2M1) {
 #pragma unroll
     for (int w = 0; w < 2; ++w) {
       uint32_t word = 0;
 #pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const uint32_t c = nan_scale ? kE2M1Max : encode_e2m1(q[w * 8 + k]);
-        word |= c << (4 * k);
-      }
-      out[w] = word;
+      for (int k = 0; k < 8; ++k) word |= uint32_t{encode_e2m1_nonnan(q[w * 8 + k])} << (4 * k);
+      out[w] = nan_scale ? 0x77777777u : word;
     }
     out[2] = out[3] = 0;
   } else {
@@ -215,10 +260,10 @@ inline unsigned grid_for(int64_t threads, int block = 256) {
 }
 
 // Launchers provided by the kernel files to the dispatcher (quantize_sm90.cu).
-// Transposed copies (quantize_transpose_sm90.cu): t.x is the strided view x^T.
-Status launch_transposed(const Problem& p, const Target& t, const uint32_t* amax,
-                         cudaStream_t stream);
-// 128x128 blocks, with the optional transposed copy (quantize_block128_sm90.cu).
-Status launch_block128(const Problem& p, cudaStream_t stream);
+// A call with the transposed copy (quantize_transpose_sm90.cu), every format but 128x128: writes
+// data, its scales, data_t and its scales from one read of x (kFp8Row: two).
+Status launch_transposed(const Problem& p, const uint32_t* amax, int sm_count, cudaStream_t stream);
+// 128x128 blocks, any batch, with the optional transposed copy (the same tile kernel).
+Status launch_block128(const Problem& p, int sm_count, cudaStream_t stream);
 
 }  // namespace deepwell::quant

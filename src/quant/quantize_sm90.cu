@@ -10,8 +10,8 @@
 //    passes: the amax is reduced with atomicMax into the tensor-scale output itself (as the bits of
 //    a non-negative float, whose integer order is the float order, NaN above Inf), the encoding
 //    kernels read it, and a last one-thread kernel turns it into the scale. No workspace needed.
-// The transposed copies and 128x128 blocks live in quantize_transpose_sm90.cu and
-// quantize_block128_sm90.cu.
+// Calls with the transposed copy (both outputs from one tiled pass) and 128x128 blocks live in
+// quantize_transpose_sm90.cu.
 #include <type_traits>
 
 #include "core/validate.hpp"
@@ -260,10 +260,11 @@ Status quantize_cuda(const Problem& p, const Context& ctx) {
   if (tensor_amax) DW_TRY(launch_amax(p, amax, stream, info->sm_count));
 
   if (p.format == QuantFormat::kFp8Block128x128) {
-    DW_TRY(launch_block128(p, stream));  // writes the transposed copy too
+    DW_TRY(launch_block128(p, info->sm_count, stream));  // writes the transposed copy too
+  } else if (p.has_transposed) {
+    DW_TRY(launch_transposed(p, amax, info->sm_count, stream));  // data and data_t, one pass
   } else {
     DW_TRY(launch_rows(p, amax, stream));
-    if (p.has_transposed) DW_TRY(launch_transposed(p, p.transposed, amax, stream));
   }
   if (tensor_amax) {
     finalize_tensor_scale<<<1, 1, 0, stream>>>(p.tensor_scale, p.format, p.elem, p.pow2);

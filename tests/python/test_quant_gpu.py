@@ -139,6 +139,38 @@ def test_misaligned_input(seed):
         assert_same(deepwell.quantize(xg, fmt), deepwell.quantize(x, fmt), fmt + " misaligned")
 
 
+@pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_row", "fp8_block1x128", "fp8_block128x128",
+                                 "mxfp8", "mxfp4", "nvfp4"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_extreme_magnitudes_bit_identical(fmt, dtype, seed):
+    """FP32 scales outside [2^-40, 2^40] take __fdiv_rn instead of the hoisted-reciprocal division
+    (kernels.cuh, kDivLo); signed zeros and values far below their scale keep their sign. Whole
+    tensors at one magnitude (the tensor scale follows it), and tensors mixing magnitudes by row;
+    with and without the transposed copy, on full and edge tiles, aligned and misaligned."""
+    gen = torch.Generator().manual_seed(seed)
+    R, K = 160, 288  # R, K multiples of 32, not of the 128-row / 64-column tiles
+    mags = [2.0 ** e for e in (-120, -100, -70, -45, -30, 0, 30, 45, 70, 100)]
+    inputs = [torch.randn(R, K, generator=gen) * m for m in mags]
+    mixed = torch.randn(R, K, generator=gen)
+    mixed *= torch.tensor(mags)[torch.randint(0, len(mags), (R, 1), generator=gen)]
+    mixed[:, 5] = -0.0
+    mixed[3, :] = -0.0
+    mixed[7, :64] = 1e-30 * torch.randn(64, generator=gen)
+    inputs.append(mixed)
+    for i, x in enumerate(inputs):
+        x = x.to(dtype)
+        kw = dict(elem="e4m3")
+        for transpose in (False, True):
+            want = deepwell.quantize(x, fmt, transpose=transpose, **kw)
+            assert_same(deepwell.quantize(x.cuda(), fmt, transpose=transpose, **kw), want,
+                        f"{fmt} {dtype} input {i} transpose={transpose}")
+        buf = torch.empty(R * K + 1, dtype=dtype, device="cuda")
+        xg = buf[1:].view(R, K)
+        xg.copy_(x)
+        assert_same(deepwell.quantize(xg, fmt, transpose=True, **kw),
+                    deepwell.quantize(x, fmt, transpose=True, **kw), f"{fmt} {i} misaligned")
+
+
 @pytest.mark.parametrize("fmt,elem,rule", cases())
 @pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_dequantize_bit_identical(fmt, elem, rule, out_dtype, seed):
