@@ -2,7 +2,8 @@
 """Self-test of the benchmark framework on the CPU (about 20 s; no GPU, no deepwell build needed):
   1. each suite's run() against a fake deepwell that is right (ok), wrong (FAILED) or raises
      NotImplementedError (unavailable), at small CPU sizes;
-  2. report.py and the plots on a synthetic GPU result.
+  2. report.py and the plots on a synthetic GPU result;
+  3. the interleaved CUDA timer (timing.measure_many) against a fake CUDA clock.
   python3 bench/selftest.py
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ import torch  # noqa: E402
 import common  # noqa: E402
 import refs  # noqa: E402
 import report  # noqa: E402
+import timing  # noqa: E402
 from suites import attention_fa3_sweep, attention_small, gemm_bf16, gemm_fp8  # noqa: E402
 
 
@@ -115,9 +117,53 @@ def check_report():
     print("report and plot from a synthetic GPU result: as expected")
 
 
+def check_interleaved_timer():
+    """measure_many on a fake CUDA clock: each call advances the clock by its variant's cost, an
+    event stamps the clock when recorded. Checks the medians, that every round calls each variant
+    once in a rotating order, and that two consecutive calls never read the same input set."""
+    clock = [0.0]  # ms
+    calls = []
+
+    class FakeEvent:
+        def __init__(self, enable_timing=False):
+            self.t = None
+
+        def record(self):
+            self.t = clock[0]
+
+        def elapsed_time(self, end):
+            return end.t - self.t
+
+    def variant(name, cost_ms):
+        def fn(x):
+            calls.append((name, x))
+            clock[0] += cost_ms
+        return fn
+
+    sets = [(i,) for i in range(5)]
+    real_event, real_sync = torch.cuda.Event, torch.cuda.synchronize
+    torch.cuda.Event, torch.cuda.synchronize = FakeEvent, (lambda *a: None)
+    try:
+        res = timing.measure_many({"a": (variant("a", 0.1), sets), "b": (variant("b", 0.3), sets),
+                                   "c": (variant("c", 0.2), [(9,)])}, "cuda")
+    finally:
+        torch.cuda.Event, torch.cuda.synchronize = real_event, real_sync
+    for name, cost in (("a", 0.1), ("b", 0.3), ("c", 0.2)):
+        assert abs(res[name]["median_us"] - cost * 1e3) < 1e-6, res
+        assert res[name]["count"] == res["a"]["count"] >= timing.CONFIG["min_reps"], res
+    timed = calls[-3 * res["a"]["count"]:]
+    rounds = [[n for n, _ in timed[i:i + 3]] for i in range(0, len(timed), 3)]
+    assert all(sorted(r) == ["a", "b", "c"] for r in rounds), rounds[:4]
+    assert rounds[0] != rounds[1] and rounds[0] == rounds[3], rounds[:4]
+    shared = [x for n, x in calls if n != "c"]
+    assert all(x != y for x, y in zip(shared, shared[1:])), shared[:12]
+    print("interleaved CUDA timer on a fake clock: as expected")
+
+
 if __name__ == "__main__":
     torch.set_grad_enabled(False)
     common.progress = lambda msg: None
     check_suites()
     check_report()
+    check_interleaved_timer()
     print("selftest passed")
