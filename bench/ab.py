@@ -4,13 +4,12 @@ A variant is a set of environment variables that an experimental build of the li
 call time (e.g. a `std::getenv("DW_EXP_...")` switch in a launcher, kept out of commits). Every
 repetition times each variant once, in an order that rotates from one repetition to the next,
 so clock and thermal drift hit all variants alike; timing the variants one after the other
-moved ratios by up to 8% (docs/perf-notes.md, attention item 6). Each call is timed alone (CUDA
-events, calls back to back and one synchronization per repetition, as bench/timing.py does;
-until 2026-11-21 session 4 every call was synchronized, which added each implementation's host
-launch time to its GPU time: d=64 causal S=512, cuDNN 181 TFLOP/s there against 259 in the
-benchmark), median of --reps. Inputs
-rotate over 4 sets; each variant's output is checked against cuDNN's (relative L2 <= 1e-2)
-before timing.
+moved ratios by up to 8% (docs/perf-notes.md, attention item 6). The timer is the benchmark
+framework's (bench/timing.py measure_many: each call between its own CUDA events, calls back to
+back, median of --reps). Until 2026-11-21 session 4 this script synchronized after every call,
+which added each implementation's host launch time to its GPU time (d=64 causal S=512: cuDNN 181
+TFLOP/s there against 259 in the benchmark). Inputs rotate over 4 sets; each variant's output is
+checked against cuDNN's (relative L2 <= 1e-2) before timing.
 
     PYTHONPATH=build/python python3 bench/ab.py --d 128 --causal both --S 512,2048,8192 \
         --variant cur: --variant old:DW_EXP_OLD_ORDER=1
@@ -43,7 +42,9 @@ def main() -> None:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     import deepwell
+    import timing  # bench/timing.py: the benchmark framework's interleaved timer
 
+    timing.configure(min_reps=args.reps, max_reps=args.reps)
     variants = dict(parse_variant(v) for v in args.variant)
     keys = {k for env in variants.values() for k in env}
 
@@ -77,25 +78,9 @@ def main() -> None:
                     assert err <= 1e-2, f"{n}: rel L2 {err:.3g} at d={d} S={S} causal={causal}"
                 fns["cudnn"] = cudnn(causal)
                 names = list(fns)
-                for i in range(3):
-                    for n in names:
-                        fns[n](*sets[i % 4])
-                times = {n: [] for n in names}
-                for r in range(args.reps):
-                    order = names[r % len(names):] + names[:r % len(names)]
-                    events = []
-                    for j, n in enumerate(order):
-                        a = torch.cuda.Event(enable_timing=True)
-                        b = torch.cuda.Event(enable_timing=True)
-                        a.record()
-                        fns[n](*sets[(r + j) % 4])
-                        b.record()
-                        events.append((n, a, b))
-                    torch.cuda.synchronize()
-                    for n, a, b in events:
-                        times[n].append(a.elapsed_time(b))
+                stats = timing.measure_many({n: (f, sets) for n, f in fns.items()}, "cuda")
                 flops = 4 * B * H * S * S * d / (2 if causal else 1)
-                tf = {n: flops / sorted(t)[len(t) // 2] / 1e9 for n, t in times.items()}
+                tf = {n: flops / (st["median_us"] * 1e-6) / 1e12 for n, st in stats.items()}
                 cells = "  ".join(f"{n}={tf[n]:.0f}({tf[n] / tf['cudnn']:.3f})" for n in names)
                 print(f"d={d:<4} causal={causal!s:<5} S={S:<6} {cells}", flush=True)
 

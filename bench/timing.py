@@ -78,6 +78,18 @@ def measure(fn, sets: list[tuple], device: str) -> dict:
     return _measure_cuda(fn, sets)
 
 
+def _flush_buffer():
+    """The 256 MB buffer written before each call in mode "flush" (allocated once), else None."""
+    global _flush_buf
+    if CONFIG["l2"] != "flush":
+        return None
+    if _flush_buf is None:
+        import torch
+
+        _flush_buf = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    return _flush_buf
+
+
 def measure_many(entries: dict, device: str) -> dict:
     """Times several variants interleaved; entries = {name: (fn, sets)}. Returns {name: stats}
     (the same keys as measure()). Variants that share a sets list share one rotation counter, so
@@ -86,11 +98,8 @@ def measure_many(entries: dict, device: str) -> dict:
         return {n: measure(fn, sets, device) for n, (fn, sets) in entries.items()}
     import torch
 
-    global _flush_buf
     c = CONFIG
-    flush = c["l2"] == "flush"
-    if flush and _flush_buf is None:
-        _flush_buf = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    flush = _flush_buffer()
     names = list(entries)
     counters: dict[int, int] = {}
 
@@ -126,8 +135,8 @@ def measure_many(entries: dict, device: str) -> dict:
         k = r % len(names)
         for n in names[k:] + names[:k]:
             args = next_args(n)
-            if flush:
-                _flush_buf.zero_()
+            if flush is not None:
+                flush.zero_()
             starts[n][r].record()
             entries[n][0](*args)
             ends[n][r].record()
@@ -163,12 +172,9 @@ def _measure_cpu(fn, sets):
 def _measure_cuda(fn, sets):
     import torch
 
-    global _flush_buf
     c = CONFIG
     n = len(sets)
-    flush = c["l2"] == "flush"
-    if flush and _flush_buf is None:
-        _flush_buf = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    flush = _flush_buffer()
     # First calls (module load, autotuning, handle creation) and a cost estimate.
     fn(*sets[0])
     torch.cuda.synchronize()
@@ -188,8 +194,8 @@ def _measure_cuda(fn, sets):
     torch.cuda.synchronize()
     for i in range(reps):
         args = sets[i % n]
-        if flush:
-            _flush_buf.zero_()
+        if flush is not None:
+            flush.zero_()
         starts[i].record()
         fn(*args)
         ends[i].record()

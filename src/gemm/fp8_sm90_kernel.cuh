@@ -209,6 +209,24 @@ struct Fp8Launcher {
 
   static size_t workspace(const Launch&) { return 0; }
 
+  // The launch of `grid` CTAs of this kernel: block size, shared memory and, for clusters, the
+  // cluster-dimension attribute (kept in *attr, which must outlive the returned config).
+  static cudaLaunchConfig_t launch_config(int grid, cudaStream_t stream,
+                                          cudaLaunchAttribute* attr) {
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = K::kClusterM;
+    attr->val.clusterDim.y = 1;
+    attr->val.clusterDim.z = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(grid);
+    config.blockDim = dim3(K::kThreads);
+    config.dynamicSmemBytes = K::kSmemBytes;
+    config.stream = stream;
+    config.attrs = attr;
+    config.numAttrs = K::kClusterM > 1 ? 1 : 0;
+    return config;
+  }
+
   // Once per device: the shared-memory opt-in, then how many CTAs of the persistent grid can be
   // resident at once (clusters: the occupancy query, as a cluster needs its CTAs in one GPC; a
   // grid larger than that would leave whole clusters waiting for a wave). 0: the set-up failed.
@@ -222,17 +240,9 @@ struct Fp8Launcher {
           fp8_gemm_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, K::kSmemBytes);
       v = err == cudaSuccess ? sm_count : -1;
       if (err == cudaSuccess && K::kClusterM > 1) {
-        cudaLaunchConfig_t config = {};
         cudaLaunchAttribute attr;
-        attr.id = cudaLaunchAttributeClusterDimension;
-        attr.val.clusterDim.x = K::kClusterM;
-        attr.val.clusterDim.y = 1;
-        attr.val.clusterDim.z = 1;
-        config.gridDim = dim3(K::kClusterM * (sm_count / K::kClusterM));
-        config.blockDim = dim3(K::kThreads);
-        config.dynamicSmemBytes = K::kSmemBytes;
-        config.attrs = &attr;
-        config.numAttrs = 1;
+        const cudaLaunchConfig_t config =
+            launch_config(K::kClusterM * (sm_count / K::kClusterM), nullptr, &attr);
         int clusters = 0;
         err = cudaOccupancyMaxActiveClusters(&clusters, fp8_gemm_kernel<K>, &config);
         v = err == cudaSuccess && clusters > 0 ? clusters * K::kClusterM : -1;
@@ -321,18 +331,9 @@ struct Fp8Launcher {
     const int64_t clusters = resident / K::kClusterM;
     const int grid = static_cast<int>((tiles < clusters ? tiles : clusters) * K::kClusterM);
     if (grid == 0) return Status::Ok();
-    cudaLaunchConfig_t config = {};
     cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = K::kClusterM;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    config.gridDim = dim3(grid);
-    config.blockDim = dim3(K::kThreads);
-    config.dynamicSmemBytes = K::kSmemBytes;
-    config.stream = static_cast<cudaStream_t>(l.stream);
-    config.attrs = &attr;
-    config.numAttrs = K::kClusterM > 1 ? 1 : 0;
+    const cudaLaunchConfig_t config =
+        launch_config(grid, static_cast<cudaStream_t>(l.stream), &attr);
     cudaError_t err = cudaLaunchKernelEx(&config, fp8_gemm_kernel<K>, p);
     if (err == cudaSuccess) err = cudaGetLastError();
     if (err != cudaSuccess) {

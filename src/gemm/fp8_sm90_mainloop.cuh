@@ -290,7 +290,9 @@ __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K:
     }
   } else {
     // Two temporaries in turn: t0 holds even k-blocks, t1 odd ones; k-block kb + 1 is issued
-    // before k-block kb is promoted. `nx` is the stage of the next k-block to issue.
+    // before k-block kb is promoted. `nx` is the stage of the next k-block to issue. The loop is
+    // written out for both halves so each temporary stays a fixed set of registers (an indexed
+    // pair of arrays would go to local memory).
     float t0[kRegs], t1[kRegs];
     PipelineState<K::kStages> nx = st;
     KBlockScales sc0 = mk.issue(nx.stage, nx.phase, 0, t0), sc1{};
