@@ -15,6 +15,8 @@ set(DEEPWELL_CUDA_SOURCES
   src/attention/fwd_sm90_inst_f16_d256.cu
   src/attention/fwd_sm90_inst_bf16_d64_causal.cu
   src/attention/fwd_sm90_inst_f16_d64_causal.cu
+  src/attention/fwd_sm90_inst_bf16_d256_long.cu
+  src/attention/fwd_sm90_inst_f16_d256_long.cu
 
   # gemm, sm_90a (src/gemm/sm90_gemm.cuh): one file per row of src/gemm/gemm_sm90_table.hpp
   src/gemm/dispatch_cuda.cpp
@@ -39,6 +41,13 @@ set(DEEPWELL_CUDA_SOURCES
   src/quant/quantize_transpose_sm90.cu
   src/quant/dequantize_sm90.cu
 )
+
+# The 80-key tiles of d = 256 need wgmma N = 80, which CuTe's GMMA op selectors offer only with the
+# extended shape list (76k more header lines, ~30 s more per file, so only where it is needed);
+# without it they would silently pick 64x16 atoms (five per k-step).
+set_source_files_properties(src/attention/fwd_sm90_inst_bf16_d256_long.cu
+  src/attention/fwd_sm90_inst_f16_d256_long.cu
+  PROPERTIES COMPILE_DEFINITIONS CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED)
 
 # The host side of a GEMM instance only fills kernel arguments: compiling it at -O1 instead of -O3
 # saves ~8 % of each instance's build time (device code is unaffected).

@@ -36,6 +36,14 @@ template <> struct FwdTile<256> : TilePolicy<128, 64, 2> {};   // 2 consumer war
 struct FwdTileD64Causal : TilePolicy<128, 128, 2> {};
 constexpr long long kD64CausalTileMaxSeqlenQ = 2048;
 
+// d = 256 with long keys (seqlen_k >= 2048) runs 80-key tiles (FA3's choice): one softmax pass per
+// 80 keys instead of 64 pays from 2k keys on (H200 A/B x cuDNN, non-causal 64 -> 80: S=2k 0.95 ->
+// 0.97, 8k 0.96 -> 1.03, 16k 0.95 -> 1.03; causal 8k-16k 1.10 -> 1.18-1.19), while at S = 512 the
+// partial last key tile costs more than that (0.95 -> 0.90). 80 is not a power of two: its wgmma
+// atoms exist only with CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED (src/kernel_instances.cmake).
+struct FwdTileD256Long : TilePolicy<128, 80, 2> {};
+constexpr long long kD256LongTileMinSeqlenK = 2048;
+
 // The bucket a head dimension runs on (0: not supported on CUDA).
 constexpr int head_dim_bucket(long long d) {
   return d <= 0 || d % 8 != 0 ? 0 : d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0;

@@ -100,6 +100,29 @@ def test_d64_right_bounded_tiles(sq_sk, seed):
         check(q, k, v, window=(40, 5))
 
 
+@pytest.mark.parametrize("sq_sk", [(2047, 2047), (2049, 2049), (333, 2100), (2100, 333)])
+def test_d256_long_key_tiles(sq_sk, seed):
+    """d = 256 runs 80-key tiles from seqlen_k 2048 on (64 below): odd lengths, partial last key
+    tiles, GQA, causal bottom-right aligned, windows narrower than a tile, both dtypes."""
+    Sq, Sk = sq_sk
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    for dtype in (torch.bfloat16, torch.float16):
+        q = rand((1, Sq, 4, 256), dtype, g)
+        k, v = rand((1, Sk, 2, 256), dtype, g), rand((1, Sk, 2, 256), dtype, g)
+        check(q, k, v)
+        check(q, k, v, causal=True)
+        check(q, k, v, window=(37, 5))
+    # varlen: max_seqlen_k >= 2048 picks the 80-key tile for every sequence, empty ones included.
+    lens_q, lens_k = [5, 0, 1300, 77], [2100, 3, 0, 90]
+    cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device="cuda")
+    cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device="cuda")
+    q = rand((sum(lens_q), 4, 256), torch.bfloat16, g)
+    k, v = rand((sum(lens_k), 1, 256), torch.bfloat16, g), rand((sum(lens_k), 1, 256), torch.bfloat16, g)
+    for causal in (False, True):
+        check(q, k, v, causal=causal, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
+              max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
+
+
 @pytest.mark.parametrize("D", [64, 128, 256])
 def test_varlen_with_empty_sequences(D, seed):
     g = torch.Generator(device="cuda").manual_seed(seed)
