@@ -192,9 +192,10 @@ def _context_alive(device: str) -> bool:
 
 
 def run_variants(variants: list[Variant], device: str, flops: float | None,
-                 label: str = "") -> dict:
+                 label: str = "", interleave: bool = True) -> dict:
     """Checks each variant against its float64 reference on fresh inputs, then times the ones that
-    passed together, interleaved (timing.measure_many).
+    passed together, interleaved (timing.measure_many), or each in its own block of calls when
+    interleave is False (host-bound cases: see docs/benchmarking.md, "Timing").
     Returns {name: {"status": "ok"|"FAILED"|"unavailable"|"error", ...}}."""
     results: dict[str, dict] = {}
     sets_cache: dict[int, list] = {}
@@ -233,7 +234,7 @@ def run_variants(variants: list[Variant], device: str, flops: float | None,
         except Exception as e:  # noqa: BLE001 - a failing variant never stops the run
             _record_exception(results, v, res, e, device, label)
 
-    if timed:
+    if timed and interleave:
         progress(f"{label} -> timing {', '.join(timed)}")
         try:
             with warnings.catch_warnings():
@@ -244,6 +245,11 @@ def run_variants(variants: list[Variant], device: str, flops: float | None,
             stats = None
             if not _context_alive(device):
                 raise
+    else:
+        stats = None
+        if timed:
+            progress(f"{label} -> timing {', '.join(timed)}, one after the other")
+    if timed:
         for n, (v, res) in timed.items():
             try:
                 if stats is None:

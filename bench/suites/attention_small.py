@@ -1,7 +1,13 @@
 """Attention forward at small shapes, where launch and binding overhead matter: deepwell's Python
 API on BSHD tensors vs SDPA eager (PyTorch's default backend selection) on (B, H, S, d) views of
 the same data, and vs torch.compile'd SDPA. bf16, non-causal. Ratios are SDPA time / deepwell
-time (> 1: deepwell faster)."""
+time (> 1: deepwell faster).
+
+These calls are host-bound (their host cost is about their GPU time), so each variant is timed in
+its own block of calls, not interleaved with the others: a variant whose host cost exceeds its
+GPU time drains the stream, and the call timed after it then pays its whole host latency on an
+idle GPU. Interleaved on an H100 host (2026-11-21), deepwell at (8,16,512,128) measured 82 us
+after SDPA against 43 us in its own block (docs/benchmarking.md, "Timing")."""
 from __future__ import annotations
 
 import functools
@@ -46,7 +52,7 @@ def run(case: dict) -> dict:
                 out_bytes, unavailable=skip),
     ]
     label = f"({B},{H},{S},{d})"
-    res = common.run_variants(variants, dev, A.flops(B, H, S, d, False), label)
+    res = common.run_variants(variants, dev, A.flops(B, H, S, d, False), label, interleave=False)
     dw = common.metric(res["deepwell"], "median_us")
     ratios = {"sdpa/deepwell": common.ratio(common.metric(res["sdpa"], "median_us"), dw),
               "compiled/deepwell": common.ratio(common.metric(res["sdpa_compiled"], "median_us"),
