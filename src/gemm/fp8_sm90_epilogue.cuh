@@ -4,18 +4,17 @@
 //   D = gamma * S + act(beta * S + alpha * sa_t * sb_t * scale_m[m] * scale_n[n] * acc
 //                       + bias_n[n] + bias_m[m])
 //
-// applied to the fp32 accumulator registers and stored as bf16 pairs straight from registers
-// (each quad of lanes writes 16 contiguous bytes of a row; rows and columns past M, N skipped).
-// The stores are fire-and-forget: the math warpgroup goes on to its next tile's k-loop at once,
-// whose first stages the producer has already loaded. Every operand but the accumulator is
-// optional (null pointer / zero scalar); the activation is a template parameter of the store loop,
-// chosen once per tile by a uniform switch, so no transcendental code sits in the plain path.
+// applied to the fp32 accumulator registers; where the bf16 tile goes is a policy (StoreRegisters,
+// StoreTma below). Every operand but the accumulator is optional (null pointer / zero scalar);
+// the activation and the presence of S are template parameters of the store loop, chosen once per
+// tile by a uniform switch, so no transcendental or source code sits in the plain path.
 #pragma once
 
 #include <cuda_bf16.h>
 
 #include <cstdint>
 
+#include "gemm/fp8_sm90_ptx.cuh"
 #include "gemm/fp8_sm90_scheduler.cuh"
 
 namespace deepwell::matmul::sm90::fp8 {
@@ -38,6 +37,32 @@ __device__ __forceinline__ float activate(float x) {
     return x;
   }
 }
+
+// ----------------------------------------------------------------------------- store policies
+
+// bf16 pairs from registers straight to global memory (4-byte stores, each quad of lanes 16
+// contiguous bytes of a row; rows and columns past M, N skipped). Both math warpgroups finish a
+// tile together, so the tensor cores idle for the whole store loop (the stores themselves are
+// fire-and-forget).
+struct StoreRegisters {
+  static constexpr bool kTma = false;
+  static constexpr const char* kName = "registers";
+};
+// bf16 pairs into a shared-memory tile (one 64 x kBlockN buffer per math warpgroup, in 64-column
+// chunks of 64 rows x 128 bytes with TMA's 128-byte swizzle: the 8 rows a warp writes per store
+// hit 8 different 16-byte units, no bank conflicts), then TMA stores of 64 x 64 boxes issued by one
+// thread of the warpgroup (elements past M, N are clipped by TMA, not written). The warpgroup goes
+// on to its next tile as soon as the stores are issued; it waits for them to have read the buffer
+// only at the start of its next epilogue, a tile later. Needs D 16-byte aligned with 16-byte row
+// and batch strides, which the CUDA dispatcher requires of every output anyway.
+struct StoreTma {
+  static constexpr bool kTma = true;
+  static constexpr const char* kName = "tma";
+  static constexpr int kBoxCols = 64;   // 128 bytes of bf16: the 128-byte swizzle span
+  static constexpr int kBoxRows = 64;   // one math warpgroup's rows
+  static constexpr int kChunkBytes = kBoxCols * kBoxRows * 2;
+  static_assert(kChunkBytes % 1024 == 0, "chunks of whole 1024-byte swizzle atoms");
+};
 
 // What the epilogue reads besides the accumulator; `alpha` already holds the tensor scales.
 struct EpilogueArgs {
@@ -62,76 +87,152 @@ __device__ __forceinline__ void warpgroup_barrier(int id) {
 // barriers per tile; loading them per element between the stores made row scaling 10-16 %
 // slower than tensor scaling (each load after a store of unknown aliasing waits for a memory
 // round trip; measured, H200), and holding them in registers spills at kBlockN = 192.
-template <int kBlockN>
+// StoreTma: the first barrier also publishes that the previous tile's TMA stores (issued by
+// thread 0, which waits for them here) have read the warpgroup's D buffer.
+template <class Store, int kBlockN>
 __device__ __forceinline__ void stage_columns(const EpilogueArgs& e, float* cols, int32_t n0,
                                               int wg_thread, int barrier_id) {
+  if constexpr (Store::kTma) bulk_wait_group_read_all();  // no-op for threads 1..127
   warpgroup_barrier(barrier_id);  // the previous tile's reads are done
-  for (int c = wg_thread; c < kBlockN; c += 128) {
+#pragma unroll
+  for (int i = 0; i < (kBlockN + 127) / 128; ++i) {
+    // Clamped column, both stores unconditional for c < kBlockN: no divergent branch (which,
+    // with the next tile's wgmmas in flight, would make ptxas serialize them).
+    const int c = min(wg_thread + 128 * i, kBlockN - 1);
     const int32_t col = min(n0 + c, e.n - 1);  // clamped: loads stay in bounds
-    cols[c] = e.scale_n ? __ldg(e.scale_n + col) : 1.0f;
-    cols[kBlockN + c] = e.bias_n ? __bfloat162float(__ldg(e.bias_n + col)) : 0.0f;
+    const float sn = e.scale_n ? __ldg(e.scale_n + col) : 1.0f;
+    const float bn = e.bias_n ? __bfloat162float(__ldg(e.bias_n + col)) : 0.0f;
+    cols[c] = sn;  // threads clamped to the same c write the same values
+    cols[kBlockN + c] = bn;
   }
   warpgroup_barrier(barrier_id);
 }
 
-// Stores warpgroup rows row0 and row0 + 8 x the tile's kBlockN columns held by this thread:
-// acc[4 i + 2 h + j] is row row0 + 8 h, column n0 + 8 i + 2 (lane % 4) + j. The source is read
-// through __restrict__ pointers so its loads can move ahead of the stores.
-template <int kBlockN, int32_t kAct>
+// Computes and stores warpgroup rows row0 and row0 + 8 (global rows; `wg_row` is row0's row
+// within the warpgroup's 64) x the tile's kBlockN columns held by this thread:
+// acc[4 i + 2 h + j] is row row0 + 8 h, column n0 + 8 i + 2 (lane % 4) + j.
+// StoreRegisters: to global memory, rows and columns past M, N skipped. StoreTma: every element
+// to the warpgroup's shared-memory buffer `dtile` (TMA clips what lies past M, N); operand loads
+// of rows / columns past M, N are skipped (clamped addresses, selected away), without branches.
+// The source is read through __restrict__ pointers so its loads can move ahead of the stores.
+template <class Store, int kBlockN, int32_t kAct, bool kSource>
 __device__ __forceinline__ void store_tile(const EpilogueArgs& e, const float* cols,
                                            const float (&acc)[kBlockN / 2], int32_t batch,
-                                           int32_t row0, int32_t n0, int lane) {
+                                           int32_t row0, int32_t n0, int lane, uint32_t dtile,
+                                           int wg_row) {
   const int32_t t0 = 2 * (lane % 4);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int32_t row = row0 + 8 * h;
-    if (row >= e.m) continue;
-    const float rs = e.alpha * (e.scale_m ? __ldg(e.scale_m + row) : 1.0f);
-    const float bm = e.bias_m ? __bfloat162float(__ldg(e.bias_m + row)) : 0.0f;
+    if constexpr (!Store::kTma) {
+      if (row >= e.m) continue;
+    }
+    const bool row_in = row < e.m;
+    const int32_t row_c = min(row, e.m - 1);  // clamped: loads stay in bounds
+    const float sm = e.scale_m ? __ldg(e.scale_m + row_c) : 1.0f;
+    const float rs = e.alpha * sm;
+    const float bm = e.bias_m ? __bfloat162float(__ldg(e.bias_m + row_c)) : 0.0f;
     __nv_bfloat16* __restrict__ drow = e.d + batch * e.batch_d + row * e.ldd;
-    const __nv_bfloat16* __restrict__ srow = e.s ? e.s + batch * e.batch_s + row * e.lds : nullptr;
+    const __nv_bfloat16* __restrict__ srow = kSource ? e.s + batch * e.batch_s + row_c * e.lds
+                                                     : nullptr;
+    // StoreTma: this thread's bytes of shared-memory row wg_row + 8 h; its 16-byte unit i % 8 of
+    // a chunk is swizzled to (i % 8) ^ (row % 8), and row % 8 = lane / 4.
+    const uint32_t drow_smem = dtile + (wg_row + 8 * h) * 128 + 2 * t0;
 #pragma unroll
     for (int i = 0; i < kBlockN / 8; ++i) {
       const int32_t c = 8 * i + t0, col = n0 + c;
-      if (col >= e.n) continue;
+      if constexpr (!Store::kTma) {
+        if (col >= e.n) continue;
+      }
       const bool pair = col + 1 < e.n;
       float src[2] = {0.0f, 0.0f};
-      if (srow) {
-        if (pair) {
+      if constexpr (kSource) {
+        // StoreTma: rows / columns past M, N read nothing and take 0 (the register path skipped
+        // them above). Branch-free loads at clamped columns instead had the compiler hoist all
+        // 192 of them: 0.4-1.3 KB of spills; so did folding `row_in` into the conditions below
+        // (12 bytes with TilesOverlapEpilogue), hence the empty first branch.
+        if (Store::kTma && !row_in) {
+        } else if (pair) {
           const float2 s2 = __bfloat1622float2(__ldg(reinterpret_cast<const __nv_bfloat162*>(srow + col)));
           src[0] = s2.x;
           src[1] = s2.y;
-        } else {
+        } else if (!Store::kTma || col < e.n) {
           src[0] = __bfloat162float(__ldg(srow + col));
         }
       }
+      const float2 cs = *reinterpret_cast<const float2*>(cols + c);            // scale_n
+      const float2 cb = *reinterpret_cast<const float2*>(cols + kBlockN + c);  // bias_n
       float v[2];
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        const float x = acc[4 * i + 2 * h + j] * rs * cols[c + j] + cols[kBlockN + c + j] + bm;
-        v[j] = e.gamma * src[j] + activate<kAct>(e.beta * src[j] + x);
+        const float x = acc[4 * i + 2 * h + j] * rs * (j ? cs.y : cs.x) + (j ? cb.y : cb.x) + bm;
+        if constexpr (kSource) {
+          v[j] = e.gamma * src[j] + activate<kAct>(e.beta * src[j] + x);
+        } else {
+          v[j] = activate<kAct>(x);
+        }
       }
-      if (pair) {
-        *reinterpret_cast<__nv_bfloat162*>(drow + col) = __floats2bfloat162_rn(v[0], v[1]);
+      const __nv_bfloat162 out = __floats2bfloat162_rn(v[0], v[1]);
+      if constexpr (Store::kTma) {
+        const uint32_t unit = static_cast<uint32_t>((i % 8) ^ (lane / 4));
+        st_shared_b32(drow_smem + (i / 8) * Store::kChunkBytes + (unit << 4),
+                      *reinterpret_cast<const uint32_t*>(&out));
+      } else if (pair) {
+        *reinterpret_cast<__nv_bfloat162*>(drow + col) = out;
       } else {
-        drow[col] = __float2bfloat16_rn(v[0]);
+        drow[col] = out.x;
       }
     }
   }
 }
 
-template <int kBlockN>
-__device__ __forceinline__ void epilogue(const EpilogueArgs& e, int32_t activation, float* cols,
+template <class Store, int kBlockN, int32_t kAct>
+__device__ __forceinline__ void store_tile_source(const EpilogueArgs& e, const float* cols,
+                                                  const float (&acc)[kBlockN / 2], int32_t batch,
+                                                  int32_t row0, int32_t n0, int lane,
+                                                  uint32_t dtile, int wg_row) {
+  if (e.s) {
+    store_tile<Store, kBlockN, kAct, true>(e, cols, acc, batch, row0, n0, lane, dtile, wg_row);
+  } else {
+    store_tile<Store, kBlockN, kAct, false>(e, cols, acc, batch, row0, n0, lane, dtile, wg_row);
+  }
+}
+
+// The epilogue of one tile for math warpgroup `wg` (tile rows wg * 64 .. + 63 from `m0`, columns
+// n0 .. + kBlockN - 1). `tma_d`, `dtile`: the D tensor map and the warpgroup's shared-memory D
+// buffer (StoreTma only).
+template <class Store, int kBlockN>
+__device__ __forceinline__ void epilogue(const EpilogueArgs& e, const void* tma_d,
+                                         int32_t activation, float* cols, uint8_t* dtile,
                                          const float (&acc)[kBlockN / 2], int32_t batch,
-                                         int32_t row0, int32_t n0, int wg, int wg_thread) {
-  stage_columns<kBlockN>(e, cols, n0, wg_thread, 1 + wg);
+                                         int32_t m0, int32_t n0, int wg, int wg_thread) {
+  stage_columns<Store, kBlockN>(e, cols, n0, wg_thread, 1 + wg);
   const int lane = wg_thread % 32;
+  const int wg_row = wg_thread / 32 * 16 + lane / 4;
+  const int32_t row0 = m0 + wg * 64 + wg_row;
+  const uint32_t dt = Store::kTma ? smem_u32(dtile) : 0u;
   switch (activation) {
-    case kActReLU: store_tile<kBlockN, kActReLU>(e, cols, acc, batch, row0, n0, lane); break;
-    case kActGeluErf: store_tile<kBlockN, kActGeluErf>(e, cols, acc, batch, row0, n0, lane); break;
-    case kActGeluTanh: store_tile<kBlockN, kActGeluTanh>(e, cols, acc, batch, row0, n0, lane); break;
-    case kActSiLU: store_tile<kBlockN, kActSiLU>(e, cols, acc, batch, row0, n0, lane); break;
-    default: store_tile<kBlockN, kActNone>(e, cols, acc, batch, row0, n0, lane); break;
+#define DW_FP8_STORE(act) store_tile_source<Store, kBlockN, act>(e, cols, acc, batch, row0, n0, lane, dt, wg_row)
+    case kActReLU: DW_FP8_STORE(kActReLU); break;
+    case kActGeluErf: DW_FP8_STORE(kActGeluErf); break;
+    case kActGeluTanh: DW_FP8_STORE(kActGeluTanh); break;
+    case kActSiLU: DW_FP8_STORE(kActSiLU); break;
+    default: DW_FP8_STORE(kActNone); break;
+#undef DW_FP8_STORE
+  }
+  if constexpr (Store::kTma) {
+    static_assert(kBlockN % Store::kBoxCols == 0, "D tile columns: whole TMA boxes");
+    // Every thread's shared-memory writes are made visible to the async proxy, then the whole
+    // warpgroup's; thread 0 issues the boxes (clipped at M, N by TMA) as one bulk group.
+    fence_proxy_async_shared();
+    warpgroup_barrier(1 + wg);
+    const bool leader = wg_thread == 0;
+#pragma unroll
+    for (int j = 0; j < kBlockN / Store::kBoxCols; ++j) {
+      tma_store_3d_if(tma_d, dtile + j * Store::kChunkBytes, n0 + j * Store::kBoxCols,
+                      m0 + wg * 64, batch, leader);
+    }
+    bulk_commit_group_if(leader);
   }
 }
 

@@ -7,15 +7,19 @@
 //   Tile 128 x kBlockN x 128 (one k-block per stage), kStages stages (fp8_sm90_mainloop.cuh).
 //   Persistent grid of min(tiles, SMs) CTAs, grouped tile order (fp8_sm90_scheduler.cuh);
 //   optionally 2-CTA clusters along M sharing B by TMA multicast (kClusterM).
-//   Epilogue from registers (fp8_sm90_epilogue.cuh).
+//   Epilogue (fp8_sm90_epilogue.cuh) from registers to global memory (StoreRegisters) or through a
+//   shared-memory tile and TMA stores (StoreTma); optionally overlapped with the next tile's first
+//   k-block of wgmmas (TilesOverlapEpilogue, fp8_sm90_mainloop.cuh).
 //
 // Scale policies (fp8_sm90_mainloop.cuh): ScaleTensorRow (scales in the epilogue), and
 // ScaleBlock1x128x128 (DeepSeek blocks promoted in the main loop).
 //
 // Compiled today (src/kernel_instances.cmake): only e4m3_kk_bf16_ws_128x192 (ScaleTensorRow,
-// 128x192, PromoteSerial, no cluster). The block-scaled policy, PromoteOverlapped, 192-column block
-// tiles and kClusterM = 2 passed the GPU tests (forced) but measured slower than what is compiled
-// (docs/perf-notes.md, "GEMM: deepwell's fp8 main loop"), so no instance uses them.
+// 128x192, 4 stages, PromoteSerial, no cluster, StoreTma, TilesSerial). The block-scaled policy,
+// PromoteOverlapped, 192-column block tiles, kClusterM = 2, StoreRegisters and
+// TilesOverlapEpilogue passed the GPU tests (forced) but measured slower than, or no faster than,
+// what is compiled (docs/perf-notes.md, "GEMM: deepwell's fp8 main loop"), so no instance uses
+// them.
 //
 // Include only from fp8_sm90_inst_*.cu files; each instantiates one configuration with
 // DW_SM90_FP8_INSTANCE (bottom of this file) as one row of gemm_sm90_table.hpp.
@@ -42,6 +46,7 @@ struct Params {
   CUtensorMap tma_a;    // A (K, M, batch) bytes, box 128 x 128 x 1, 128B swizzle
   CUtensorMap tma_b;    // B (K, N, batch) bytes, box 128 x kBlockN x 1, 128B swizzle
   CUtensorMap tma_sfa;  // block scaling: A scales (round_up(M, 4), K blocks) f32, box 128 x 1
+  CUtensorMap tma_d;    // StoreTma: D (N, M, batch) bf16, box 64 x 64 x 1, 128B swizzle
   int32_t m_blocks, n_blocks, k_blocks, batch;
   const float* sfb;  // block scaling: (N blocks, K blocks), unit stride along K
   int64_t sfb_ld;
@@ -53,10 +58,13 @@ struct Params {
 };
 
 template <bool kE5M2B_, class Scale_, int kBlockN_, int kStages_,
-          class Promotion_ = PromoteSerial, int kClusterM_ = 1>
+          class Promotion_ = PromoteSerial, int kClusterM_ = 1, class Store_ = StoreRegisters,
+          class Tiles_ = TilesSerial>
 struct Fp8Kernel {
   using Scale = Scale_;
   using Promotion = Promotion_;
+  using Store = Store_;
+  using Tiles = Tiles_;
   static constexpr bool kE5M2B = kE5M2B_;
   static constexpr int kBlockM = 128, kBlockN = kBlockN_, kBlockK = 128, kStages = kStages_;
   static constexpr int kMathThreads = 256, kThreads = kMathThreads + 128;
@@ -66,7 +74,9 @@ struct Fp8Kernel {
   // CTAs per cluster along M, sharing each B tile through TMA multicast (1: no cluster).
   static constexpr int kClusterM = kClusterM_;
   static constexpr int kGroupM = 8 / kClusterM;  // group of 8 m-blocks either way
-  using Smem = SharedLayout<kBlockM, kBlockN, kBlockK, kStages, Scale::kMainloopScales>;
+  // StoreTma: a 64 x kBlockN bf16 buffer per math warpgroup (48 KB at kBlockN = 192).
+  static constexpr int kDBytes = Store::kTma ? kBlockM * kBlockN * 2 : 0;
+  using Smem = SharedLayout<kBlockM, kBlockN, kBlockK, kStages, Scale::kMainloopScales, kDBytes>;
   using Scheduler = GroupedTileScheduler<kGroupM, kClusterM>;
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
   // Each CTA's share of the B tile starts on a swizzle-atom boundary (8 rows of 128 bytes).
@@ -85,6 +95,9 @@ struct Fp8Kernel {
   static_assert((1 + Promotion::kTemporaries) * kAccRegs + 24 <= kMathRegs,
                 "accumulators exceed the register budget");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA on sm_90");
+  static_assert(!Store::kTma || kBlockN % StoreTma::kBoxCols == 0, "D tile: whole TMA boxes");
+  static_assert(!Tiles::kOverlapEpilogue || Promotion::kTemporaries == 1,
+                "the epilogue overlaps the next tile's first k-block only with PromoteSerial");
 };
 
 template <class K>
@@ -101,6 +114,7 @@ __global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_c
     tma_prefetch_descriptor(&p.tma_a);
     tma_prefetch_descriptor(&p.tma_b);
     if constexpr (K::Scale::kMainloopScales) tma_prefetch_descriptor(&p.tma_sfa);
+    if constexpr (K::Store::kTma) tma_prefetch_descriptor(&p.tma_d);
 #pragma unroll 1
     for (int s = 0; s < K::kStages; ++s) {
       mbar_init(sm.full(s), 1);                  // the producer's arrive_expect_tx (+ TMA bytes)
@@ -134,15 +148,25 @@ __global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_c
   EpilogueArgs e = p.epi;
   if (p.scale_a_tensor) e.alpha *= __ldg(p.scale_a_tensor);
   if (p.scale_b_tensor) e.alpha *= __ldg(p.scale_b_tensor);
-  PipelineState<K::kStages> st;
-  float acc[K::kAccRegs];
-  for (int32_t t = sched.first; t < sched.tiles; t += sched.stride) {
-    const TileCoord c = sched.coord(t);
-    mainloop_tile<K>(p, sm, st, c, warpgroup, row, lane, acc);
-    epilogue<K::kBlockN>(e, p.activation, sm.cols(warpgroup), acc, c.batch,
-                         c.m_block * K::kBlockM + warpgroup * 64 + row, c.n_block * K::kBlockN,
-                         warpgroup, threadIdx.x % 128);
+  auto tile_epilogue = [&](const TileCoord& c, const float (&acc)[K::kAccRegs]) {
+    epilogue<typename K::Store, K::kBlockN>(e, &p.tma_d, p.activation, sm.cols(warpgroup),
+                                            sm.d(warpgroup), acc, c.batch,
+                                            c.m_block * K::kBlockM, c.n_block * K::kBlockN,
+                                            warpgroup, threadIdx.x % 128);
+  };
+  if constexpr (K::Tiles::kOverlapEpilogue) {
+    tiles_overlapped<K>(p, sm, sched, warpgroup, row, lane, tile_epilogue);
+  } else {
+    PipelineState<K::kStages> st;
+    float acc[K::kAccRegs];
+    for (int32_t t = sched.first; t < sched.tiles; t += sched.stride) {
+      const TileCoord c = sched.coord(t);
+      mainloop_tile<K>(p, sm, st, c, warpgroup, row, lane, acc);
+      tile_epilogue(c, acc);
+    }
   }
+  // The shared-memory D buffers must stay allocated until the last TMA stores have read them.
+  if constexpr (K::Store::kTma) bulk_wait_group_all();
   if constexpr (K::kClusterM > 1) cluster_sync();
 #endif
 }
@@ -301,6 +325,27 @@ struct Fp8Launcher {
       p.sfb = l.sfb;
       p.sfb_ld = l.sfb_ld;
       p.n_scale_blocks = (l.n + 127) / 128;
+    }
+    if constexpr (K::Store::kTma) {
+      // bf16 D (N, M, batch), boxes of 64 columns (128 bytes: the swizzle span) x 64 rows. The
+      // dispatcher guarantees what TMA needs: a 16-byte aligned D with row and batch strides of
+      // multiples of 16 bytes (batch stride = ldd for one batch).
+      const cuuint64_t dims[3] = {static_cast<cuuint64_t>(l.n), static_cast<cuuint64_t>(l.m),
+                                  static_cast<cuuint64_t>(l.batch)};
+      const cuuint64_t strides[2] = {static_cast<cuuint64_t>(l.ldd) * 2,
+                                     static_cast<cuuint64_t>(l.batch_d) * 2};
+      const cuuint32_t box[3] = {StoreTma::kBoxCols, StoreTma::kBoxRows, 1};
+      const cuuint32_t elem_strides[3] = {1, 1, 1};
+      const CUresult r = encode_tiled()(
+          &p.tma_d, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, l.d, dims, strides, box, elem_strides,
+          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+          CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      if (r != CUDA_SUCCESS) {
+        return Status(StatusCode::kInternal, "gemm_fp8: cuTensorMapEncodeTiled failed for d "
+                                             "(ldd " + std::to_string(l.ldd) + ", batch stride " +
+                                             std::to_string(l.batch_d) + "; " +
+                                             std::to_string(r) + ")");
+      }
     }
     p.scale_a_tensor = l.scale_a_tensor;
     p.scale_b_tensor = l.scale_b_tensor;

@@ -56,6 +56,21 @@ struct PromoteOverlapped {
   static constexpr int kTemporaries = 2;
 };
 
+// ------------------------------------------------------------------------------ tile schedules
+
+// Each tile: its k-loop, then its epilogue. Both math warpgroups finish a tile's k-loop together,
+// so the tensor cores idle while they run the epilogue.
+struct TilesSerial {
+  static constexpr bool kOverlapEpilogue = false;
+};
+// The next tile's first k-block of wgmmas is issued before the finished tile's epilogue, which
+// then runs while the tensor cores work on it (into the temporary accumulator, which the
+// epilogue does not touch: PromoteSerial only). Hides up to one k-block of MMA time (~0.4 us at
+// 128 x 192 per CTA on an H100) of each epilogue.
+struct TilesOverlapEpilogue {
+  static constexpr bool kOverlapEpilogue = true;
+};
+
 // ------------------------------------------------------------------------------- wgmma shapes
 
 template <int kN, bool kE5M2B>
@@ -83,7 +98,7 @@ __device__ __forceinline__ void wgmma_call(uint64_t da, uint64_t db, float (&d)[
 
 // ----------------------------------------------------------------------------- shared memory
 
-template <int kBlockM, int kBlockN, int kBlockK, int kStages, bool kScalesA>
+template <int kBlockM, int kBlockN, int kBlockK, int kStages, bool kScalesA, int kDBytes>
 struct SharedLayout {
   static constexpr int kABytes = kBlockM * kBlockK;  // e4m3
   static constexpr int kBBytes = kBlockN * kBlockK;
@@ -93,10 +108,15 @@ struct SharedLayout {
   static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "tiles of whole swizzle atoms");
   static constexpr int kAOffset = 0;
   static constexpr int kBOffset = kAOffset + kStages * kABytes;
-  static constexpr int kSfaOffset = kBOffset + kStages * kBBytes;
+  // The epilogue's bf16 D tile (StoreTma: one 64 x kBlockN buffer per math warpgroup, TMA's
+  // 128-byte swizzle, so on a 1024-byte boundary too; 0 bytes for StoreRegisters).
+  static constexpr int kDOffset = kBOffset + kStages * kBBytes;
+  static_assert(kDBytes % 2048 == 0, "two D buffers of whole swizzle atoms");
+  static constexpr int kSfaOffset = kDOffset + kDBytes;
   // Epilogue column vectors (scale_n, bias_n of the tile), one buffer per math warpgroup.
   static constexpr int kColsOffset = kSfaOffset + kStages * kSfaBytes;
   static constexpr int kColsBytes = 2 * kBlockN * 4;
+  static_assert(kColsOffset % 8 == 0 && kColsBytes % 8 == 0, "float2 reads of the columns");
   static constexpr int kBarOffset = kColsOffset + 2 * kColsBytes;
   static constexpr int kBytes = kBarOffset + 2 * kStages * 8;
   // TMA traffic per stage (out-of-bounds boxes are zero-filled and still count in full).
@@ -105,6 +125,7 @@ struct SharedLayout {
   uint8_t* base;
   __device__ uint8_t* a(uint32_t s) const { return base + kAOffset + s * kABytes; }
   __device__ uint8_t* b(uint32_t s) const { return base + kBOffset + s * kBBytes; }
+  __device__ uint8_t* d(int wg) const { return base + kDOffset + wg * (kDBytes / 2); }
   __device__ float* sfa(uint32_t s) const {
     return reinterpret_cast<float*>(base + kSfaOffset + s * kSfaBytes);
   }
@@ -256,14 +277,12 @@ struct MathKBlock {
   }
 };
 
-// One tile's k-loop for math warpgroup `wg` (rows wg * 64 .. + 63 of the tile): acc = the tile's
-// fp32 sums, promoted every k-block.
+// The per-k-block math of tile `c` for math warpgroup `wg` (rows wg * 64 .. + 63 of the tile).
 template <class K, class Params>
-__device__ __forceinline__ void mainloop_tile(const Params& p, const typename K::Smem& sm,
-                                              PipelineState<K::kStages>& st, const TileCoord& c,
-                                              int wg, int row, int lane,
-                                              float (&acc)[K::kAccRegs]) {
-  constexpr int kRegs = K::kAccRegs;
+__device__ __forceinline__ MathKBlock<K, Params> tile_math(const Params& p,
+                                                           const typename K::Smem& sm,
+                                                           const TileCoord& c, int wg, int row,
+                                                           int lane) {
   const float* sfb = nullptr;
   const float* sfb2 = nullptr;
   int32_t first_chunks = K::kBlockN / 8;
@@ -275,19 +294,38 @@ __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K:
     sfb2 = nb + 1 < p.n_scale_blocks ? sfb + p.sfb_ld : sfb;
     first_chunks = ((nb + 1) * 128 - n0) / 8;
   }
-  const MathKBlock<K, Params> mk{p, sm, wg, row, lane, sfb, sfb2, first_chunks};
+  return MathKBlock<K, Params>{p, sm, wg, row, lane, sfb, sfb2, first_chunks};
+}
+
+// k-blocks kb0 .. k_blocks - 1 of a tile, serial promotion into `acc`.
+template <class K, class Params>
+__device__ __forceinline__ void kloop_serial(const MathKBlock<K, Params>& mk,
+                                             PipelineState<K::kStages>& st, int32_t kb0,
+                                             float (&acc)[K::kAccRegs]) {
+  for (int32_t kb = kb0; kb < mk.p.k_blocks; ++kb) {
+    float tmp[K::kAccRegs];
+    const KBlockScales sc = mk.issue(st.stage, st.phase, kb, tmp);
+    wgmma_wait<0>();
+    mk.release(st.stage);
+    mk.promote(acc, tmp, sc);
+    st.advance();
+  }
+}
+
+// One tile's k-loop for math warpgroup `wg` (rows wg * 64 .. + 63 of the tile): acc = the tile's
+// fp32 sums, promoted every k-block.
+template <class K, class Params>
+__device__ __forceinline__ void mainloop_tile(const Params& p, const typename K::Smem& sm,
+                                              PipelineState<K::kStages>& st, const TileCoord& c,
+                                              int wg, int row, int lane,
+                                              float (&acc)[K::kAccRegs]) {
+  constexpr int kRegs = K::kAccRegs;
+  const MathKBlock<K, Params> mk = tile_math<K>(p, sm, c, wg, row, lane);
 #pragma unroll
   for (int i = 0; i < kRegs; ++i) acc[i] = 0.0f;
 
   if constexpr (K::Promotion::kTemporaries == 1) {
-    for (int32_t kb = 0; kb < p.k_blocks; ++kb) {
-      float tmp[kRegs];
-      const KBlockScales sc = mk.issue(st.stage, st.phase, kb, tmp);
-      wgmma_wait<0>();
-      mk.release(st.stage);
-      mk.promote(acc, tmp, sc);
-      st.advance();
-    }
+    kloop_serial<K>(mk, st, 0, acc);
   } else {
     // Two temporaries in turn: t0 holds even k-blocks, t1 odd ones; k-block kb + 1 is issued
     // before k-block kb is promoted. `nx` is the stage of the next k-block to issue. The loop is
@@ -321,6 +359,38 @@ __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K:
       mk.promote(acc, t1, sc1);
     }
   }
+}
+
+// TilesOverlapEpilogue: every tile of this CTA, with `epilogue(c, acc)` (the finished tile's) run
+// between the issue of the next tile's first k-block and the wait for it.
+template <class K, class Params, class Epilogue>
+__device__ __forceinline__ void tiles_overlapped(const Params& p, const typename K::Smem& sm,
+                                                 const typename K::Scheduler& sched, int wg,
+                                                 int row, int lane, Epilogue&& epilogue) {
+  static_assert(K::Promotion::kTemporaries == 1, "the overlap needs PromoteSerial");
+  constexpr int kRegs = K::kAccRegs;
+  PipelineState<K::kStages> st;
+  float acc[kRegs];
+  int32_t t = sched.first;
+  if (t >= sched.tiles) return;
+  TileCoord c = sched.coord(t);
+  mainloop_tile<K>(p, sm, st, c, wg, row, lane, acc);
+  for (t += sched.stride; t < sched.tiles; t += sched.stride) {
+    const TileCoord done = c;
+    c = sched.coord(t);
+    const MathKBlock<K, Params> mk = tile_math<K>(p, sm, c, wg, row, lane);
+    float tmp[kRegs];
+    const KBlockScales sc = mk.issue(st.stage, st.phase, 0, tmp);
+    epilogue(done, acc);  // the tensor cores run the wgmmas just issued meanwhile
+    wgmma_wait<0>();
+    mk.release(st.stage);
+#pragma unroll
+    for (int i = 0; i < kRegs; ++i) acc[i] = 0.0f;
+    mk.promote(acc, tmp, sc);
+    st.advance();
+    kloop_serial<K>(mk, st, 1, acc);
+  }
+  epilogue(c, acc);
 }
 
 }  // namespace deepwell::matmul::sm90::fp8

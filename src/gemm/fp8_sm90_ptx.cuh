@@ -1,7 +1,8 @@
 // The few sm_90a instructions the fp8 GEMM kernel (fp8_sm90_kernel.cuh) is built from, as thin
-// inline-PTX wrappers: mbarriers, TMA tile loads, wgmma shared-memory descriptors and fences, and
-// the warpgroup register split. The wgmma instructions themselves come from CuTe's
-// cute/arch/mma_sm90_gmma.hpp (one struct per shape and type pair).
+// inline-PTX wrappers: mbarriers, TMA tile loads and stores, bulk async-groups, wgmma
+// shared-memory descriptors and fences, and the warpgroup register split. The wgmma
+// instructions themselves come from CuTe's cute/arch/mma_sm90_gmma.hpp (one struct per shape and
+// type pair).
 #pragma once
 
 #include <cstdint>
@@ -141,6 +142,47 @@ __device__ __forceinline__ void tma_load_2d(const void* desc, uint64_t* bar, voi
       " [%0], [%1, {%3, %4}], [%2];" ::"r"(smem_u32(dst)),
       "l"(reinterpret_cast<uint64_t>(desc)), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
       : "memory");
+}
+
+// One box of shared memory to a 3-D tensor map in global memory (TMA store; elements past the
+// tensor's bounds are not written), issued by the threads with `pred` set (predicated inside the
+// asm: a C++ branch here would be a divergent branch with wgmmas in flight, see mbar_wait), then
+// committed as one bulk async-group of that thread.
+__device__ __forceinline__ void tma_store_3d_if(const void* desc, const void* src, int32_t c0,
+                                                int32_t c1, int32_t c2, bool pred) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %5, 0;\n"
+      "@p cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n"
+      "}\n" ::"l"(reinterpret_cast<uint64_t>(desc)),
+      "r"(smem_u32(src)), "r"(c0), "r"(c1), "r"(c2), "r"(static_cast<uint32_t>(pred))
+      : "memory");
+}
+__device__ __forceinline__ void bulk_commit_group_if(bool pred) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %0, 0;\n"
+      "@p cp.async.bulk.commit_group;\n"
+      "}\n" ::"r"(static_cast<uint32_t>(pred))
+      : "memory");
+}
+// Until this thread's bulk groups have finished reading their shared-memory source (the buffer
+// may be written again); a thread without pending groups passes at once.
+__device__ __forceinline__ void bulk_wait_group_read_all() {
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+// Until this thread's bulk groups have completed (their global writes done): before the CTA exits.
+__device__ __forceinline__ void bulk_wait_group_all() {
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+// Makes this thread's generic-proxy shared-memory writes visible to the async proxy (TMA).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+__device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v));
 }
 
 // ----------------------------------------------------------------------------------------- wgmma
