@@ -93,26 +93,11 @@ __global__ void __launch_bounds__(256) dequantize_kernel(const DequantParams p) 
     scale = static_cast<const float*>(p.scales)[si];
   }
   float v[kChunk];
-  if constexpr (kFp4) {
 #pragma unroll
-    for (int i = 0; i < kChunk; ++i) {
-      const uint8_t q = (w[i / 8] >> (4 * (i % 8))) & 0xfu;
-      v[i] = p.format == QuantFormat::kNvfp4 ? decode_nvfp4(q, sb, s_t)
-                                             : mul_rn(decode_elem(E, q), scale);
-    }
-  } else {
-    // fp8 codes decoded two at a time by the hardware (cvt.rn.f16x2.{e4m3,e5m2}x2: every fp8
-    // value, subnormals included, is an f16 value, so this and the f16 -> f32 step are exact and
-    // equal decode_e4m3 / decode_e5m2; a NaN code gives some NaN, which mul_rn canonicalizes as
-    // it does the reference's). The software decoders cost ~10 integer instructions per element
-    // and left this kernel ALU-bound (ncu, H100, mxfp8 -> bf16: ALU pipe at 85 % of peak).
-#pragma unroll
-    for (int i = 0; i < kChunk / 2; ++i) {
-      const auto pair = static_cast<__nv_fp8x2_storage_t>(w[i / 2] >> (16 * (i % 2)));
-      const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(pair, E == Elem::kE4M3 ? __NV_E4M3 : __NV_E5M2);
-      v[2 * i] = mul_rn(__half2float(__ushort_as_half(h.x)), scale);
-      v[2 * i + 1] = mul_rn(__half2float(__ushort_as_half(h.y)), scale);
-    }
+  for (int i = 0; i < kChunk; ++i) {
+    const uint8_t q = kFp4 ? (w[i / 8] >> (4 * (i % 8))) & 0xfu : (w[i / 4] >> (8 * (i % 4))) & 0xffu;
+    v[i] = p.format == QuantFormat::kNvfp4 ? decode_nvfp4(q, sb, s_t)
+                                           : mul_rn(decode_elem(E, q), scale);
   }
 
   if constexpr (Out == DType::kF32) {
