@@ -6,6 +6,7 @@
 // multiplication (div_rn / mul_rn: no FMA contraction, no fast-math), or integer work on the bits.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -57,6 +58,24 @@ DW_QHD float mul_rn(float a, float b) {
   return canonical_nan(__fmul_rn(a, b));
 #else
   return canonical_nan(a * b);
+#endif
+}
+
+// Single IEEE-rounded fp32 addition and fused multiply-add (no NaN canonicalization: the callers
+// feed them non-NaN values only).
+DW_QHD float add_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+DW_QHD float fma_rn(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
 #endif
 }
 constexpr uint32_t kF32MinNormal = 0x00800000u;  // 2^-126: the smallest FP32 scale
@@ -125,25 +144,76 @@ DW_QHD uint8_t encode_e2m1(float x) {
   return static_cast<uint8_t>(((u >> 28) & 0x8u) | code);
 }
 
-// encode_e2m1 for a non-NaN x in about ten integer/fp32 instructions and no compares (sm_90 has
-// no fp4 convert; the kernels use this one, tests/cpp/test_quant_codec.cpp checks it against
-// encode_e2m1 on every non-NaN fp32 of 2^-8 <= |x| < 2^6 and a sample of the rest). The e2m1
-// quantum is 0.5 below 2, 1 in [2, 4), 2 from 4 up: with p = 2^floor(log2|x|) clamped to [1, 4],
-// the fp32 addition |x| + 2^22 p has an ulp of exactly p / 2, so that single IEEE-rounded
-// addition is the RNE of |x| to the e2m1 grid (ties to even: an even fp32 mantissa of the sum is
-// an even count of quanta, and the count starts even at 2^22 p). The count of quanta above
-// 2^22 p, plus 2 log2(p) (the codes below the binade), is the magnitude code; clamping at 7
-// saturates. Inf gives 7 like encode_e2m1; a NaN's sign would survive, hence "non-NaN".
+// The e2m1 magnitude code (0..7) of a non-negative, non-NaN a, plus 0x4b000000 (the fp32 bits of
+// 2^23): the kernels' compare-free encoder (sm_90 has no fp4 convert). The e2m1 grid has the
+// quantum 0.5 below 2, 1 in [2, 4) and 2 from 4 up, and the codes below those binades are 0, 4
+// and 6, so the code is min(RNE(2a), RNE(a) + 2, RNE(a / 2) + 4, 7): each term is the code that
+// a's binade would give if its quantum held everywhere; the three lines are concave (they cross
+// at a = 2 and a = 4), so their minimum picks a's own binade, and the clamp saturates at 6.
+// Ties go to the even code: each term rounds to even and adds an even constant. Each term is
+// ONE IEEE-rounded fp32 operation with 2^23 (+2, +4) added: the sum lies in [2^23, 2^24), where
+// the fp32 ulp is 1, so its rounding is the RNE and its bits are 0x4b000000 + the rounded count;
+// larger a only give larger bits (monotone), which the minimum discards. The bits of positive
+// floats order like the floats, so the minimum is taken on the bits. Checked against encode_e2m1
+// on every non-NaN fp32 once (offline) and in tests/cpp/test_quant_codec.cpp on the binades
+// 2^-8..2^6 plus a stride of the rest.
+DW_QHD uint32_t e2m1_magnitude_biased(float a) {
+  const uint32_t b1 = fbits(fma_rn(a, 2.0f, 8388608.0f));  // 2^23 + RNE(2a)
+  const uint32_t b2 = fbits(add_rn(a, 8388610.0f));        // 2^23 + RNE(a) + 2
+  const uint32_t b3 = fbits(fma_rn(a, 0.5f, 8388612.0f));  // 2^23 + RNE(a / 2) + 4
+  uint32_t m = b1 < b2 ? b1 : b2;
+  m = m < b3 ? m : b3;
+  return m < 0x4b000007u ? m : 0x4b000007u;
+}
+
+// encode_e2m1 for a non-NaN x (a NaN's sign would survive, hence "non-NaN"), through
+// e2m1_magnitude_biased; Inf gives 7 like encode_e2m1.
 DW_QHD uint8_t encode_e2m1_nonnan(float x) {
   const uint32_t u = fbits(x);
-  uint32_t p = u & 0x7f800000u;                                      // 2^floor(log2|x|)
-  p = p < 0x3f800000u ? 0x3f800000u : (p > 0x40800000u ? 0x40800000u : p);  // [1, 4]
-  const uint32_t magic = p + 0x0b000000u;                            // 2^22 p
-  const uint32_t sum = fbits(bitsf(u & 0x7fffffffu) + bitsf(magic));
-  // (p - 1.0f bits) >> 22 == 2 log2(p) (both are multiples of 2^23)
-  uint32_t code = sum - magic + ((p - 0x3f800000u) >> 22);
-  code = code > 7u ? 7u : code;
+  const uint32_t code = e2m1_magnitude_biased(bitsf(u & 0x7fffffffu)) & 0xffu;
   return static_cast<uint8_t>(((u >> 28) & 0x8u) | code);
+}
+
+// PTX prmt.b32 (default mode): byte n of the result is byte (sel >> 4n) & 7 of the pair (b:a),
+// a's bytes being 0..3; when bit 3 of that selector nibble is set, the byte's sign bit is
+// replicated over all eight bits instead.
+DW_QHD uint32_t prmt_b32(uint32_t a, uint32_t b, uint32_t sel) {
+#if defined(__CUDA_ARCH__)
+  uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+#else
+  const uint64_t src = (uint64_t{b} << 32) | a;
+  uint32_t d = 0;
+  for (int n = 0; n < 4; ++n) {
+    const uint32_t s = (sel >> (4 * n)) & 0xfu;
+    uint32_t byte = static_cast<uint32_t>(src >> (8 * (s & 7u))) & 0xffu;
+    if (s & 8u) byte = (byte & 0x80u) ? 0xffu : 0u;
+    d |= byte << (8 * n);
+  }
+  return d;
+#endif
+}
+
+// Eight non-NaN values to eight e2m1 codes, packed low nibble first (element k at bits 4k..4k+3),
+// each equal to encode_e2m1_nonnan(q[k]). Byte gathers (PRMT) instead of per-element shifts: the
+// magnitude codes are the low bytes of e2m1_magnitude_biased, the signs the replicated top bytes
+// of q; the even elements fill the low nibbles, the odd ones the high nibbles.
+DW_QHD uint32_t pack_e2m1x8(const float* q) {
+  uint32_t m[8], s[8];
+  for (int k = 0; k < 8; ++k) {
+    s[k] = fbits(q[k]);
+    m[k] = e2m1_magnitude_biased(bitsf(s[k] & 0x7fffffffu));
+  }
+  // bytes 0..3 <- byte 0 of x0, x2, x4, x6 (codes), or the replicated sign of byte 3 (signs)
+  auto gather = [](uint32_t x0, uint32_t x2, uint32_t x4, uint32_t x6, uint32_t lo, uint32_t hi) {
+    return prmt_b32(prmt_b32(x0, x2, lo), prmt_b32(x4, x6, hi), 0x7610u);
+  };
+  const uint32_t ev = gather(m[0], m[2], m[4], m[6], 0x0040u, 0x4000u);
+  const uint32_t od = gather(m[1], m[3], m[5], m[7], 0x0040u, 0x4000u);
+  const uint32_t se = gather(s[0], s[2], s[4], s[6], 0x00fbu, 0xfb00u);
+  const uint32_t so = gather(s[1], s[3], s[5], s[7], 0x00fbu, 0xfb00u);
+  return (ev | (od << 4)) | (se & 0x08080808u) | (so & 0x80808080u);
 }
 
 DW_QHD float decode_e4m3(uint8_t b) {

@@ -168,12 +168,7 @@ __device__ __forceinline__ void encode_chunk(const float (&v)[kChunk], const Chu
   }
   if constexpr (E == Elem::kE2M1) {
 #pragma unroll
-    for (int w = 0; w < 2; ++w) {
-      uint32_t word = 0;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) word |= uint32_t{encode_e2m1_nonnan(q[w * 8 + k])} << (4 * k);
-      out[w] = nan_scale ? 0x77777777u : word;
-    }
+    for (int w = 0; w < 2; ++w) out[w] = nan_scale ? 0x77777777u : pack_e2m1x8(q + 8 * w);
     out[2] = out[3] = 0;
   } else {
 #pragma unroll
