@@ -234,37 +234,34 @@ def run_variants(variants: list[Variant], device: str, flops: float | None,
         except Exception as e:  # noqa: BLE001 - a failing variant never stops the run
             _record_exception(results, v, res, e, device, label)
 
+    stats = None  # from the interleaved timer; None: each variant timed in its own block
+    if timed:
+        how = "" if interleave else ", one after the other"
+        progress(f"{label} -> timing {', '.join(timed)}{how}")
     if timed and interleave:
-        progress(f"{label} -> timing {', '.join(timed)}")
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 stats = timing.measure_many(
                     {n: (v.fn, sets_cache[id(v.gen)]) for n, (v, _) in timed.items()}, device)
         except Exception:  # noqa: BLE001 - one variant broke the round: time each alone
-            stats = None
             if not _context_alive(device):
                 raise
-    else:
-        stats = None
-        if timed:
-            progress(f"{label} -> timing {', '.join(timed)}, one after the other")
-    if timed:
-        for n, (v, res) in timed.items():
-            try:
-                if stats is None:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        res.update(timing.measure(v.fn, sets_cache[id(v.gen)], device))
-                else:
-                    res.update(stats[n])
-                if flops:
-                    res["tflops"] = flops / (res["median_us"] * 1e-6) / 1e12
-                    if device == "cpu":
-                        res["gflops"] = res["tflops"] * 1e3
-                results[n] = {"status": "ok", **res}
-            except Exception as e:  # noqa: BLE001
-                _record_exception(results, v, res, e, device, label)
+    for n, (v, res) in timed.items():
+        try:
+            if stats is None:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    res.update(timing.measure(v.fn, sets_cache[id(v.gen)], device))
+            else:
+                res.update(stats[n])
+            if flops:
+                res["tflops"] = flops / (res["median_us"] * 1e-6) / 1e12
+                if device == "cpu":
+                    res["gflops"] = res["tflops"] * 1e3
+            results[n] = {"status": "ok", **res}
+        except Exception as e:  # noqa: BLE001
+            _record_exception(results, v, res, e, device, label)
     results = {v.name: results[v.name] for v in variants if v.name in results}
     sets_cache.clear()
     if device != "cpu":

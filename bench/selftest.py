@@ -146,11 +146,14 @@ def check_interleaved_timer():
     try:
         res = timing.measure_many({"a": (variant("a", 0.1), sets), "b": (variant("b", 0.3), sets),
                                    "c": (variant("c", 0.2), [(9,)])}, "cuda")
+        alone = timing.measure(variant("d", 0.4), sets, "cuda")  # one variant: a block of calls
     finally:
         torch.cuda.Event, torch.cuda.synchronize = real_event, real_sync
     for name, cost in (("a", 0.1), ("b", 0.3), ("c", 0.2)):
         assert abs(res[name]["median_us"] - cost * 1e3) < 1e-6, res
         assert res[name]["count"] == res["a"]["count"] >= timing.CONFIG["min_reps"], res
+    assert abs(alone["median_us"] - 400.0) < 1e-6 and "interleaved_with" not in alone, alone
+    calls = [c for c in calls if c[0] != "d"]
     timed = calls[-3 * res["a"]["count"]:]
     rounds = [[n for n, _ in timed[i:i + 3]] for i in range(0, len(timed), 3)]
     assert all(sorted(r) == ["a", "b", "c"] for r in rounds), rounds[:4]

@@ -75,7 +75,7 @@ def measure(fn, sets: list[tuple], device: str) -> dict:
     """Times fn(*sets[i % len(sets)]); returns median/p20/p80/min in microseconds and the count."""
     if device == "cpu":
         return _measure_cpu(fn, sets)
-    return _measure_cuda(fn, sets)
+    return measure_many({"fn": (fn, sets)}, device)["fn"]  # one variant: a block of its calls
 
 
 def _flush_buffer():
@@ -94,8 +94,8 @@ def measure_many(entries: dict, device: str) -> dict:
     """Times several variants interleaved; entries = {name: (fn, sets)}. Returns {name: stats}
     (the same keys as measure()). Variants that share a sets list share one rotation counter, so
     a call never reuses the set the previous variant just read (it would find it in L2)."""
-    if device == "cpu" or len(entries) < 2:
-        return {n: measure(fn, sets, device) for n, (fn, sets) in entries.items()}
+    if device == "cpu":
+        return {n: _measure_cpu(fn, sets) for n, (fn, sets) in entries.items()}
     import torch
 
     c = CONFIG
@@ -123,7 +123,7 @@ def measure_many(entries: dict, device: str) -> dict:
         torch.cuda.synchronize()
         est[n] = max(e0.elapsed_time(e1) / 3, 1e-4)
     round_ms = sum(est.values())
-    budget = len(names)  # each variant keeps its own warm-up and repetition time, as in measure()
+    budget = len(names)  # each variant gets the warm-up and repetition time of one timed alone
     for r in range(int(min(1000, c["warmup_ms"] * budget / round_ms))):
         for n in names:
             entries[n][0](*next_args(n))
@@ -145,7 +145,8 @@ def measure_many(entries: dict, device: str) -> dict:
     for n in names:
         res = _stats([s.elapsed_time(e) * 1e3 for s, e in zip(starts[n], ends[n])])
         res["sets"] = len(entries[n][1])
-        res["interleaved_with"] = len(names) - 1
+        if len(names) > 1:
+            res["interleaved_with"] = len(names) - 1
         if c["do_bench"]:
             res["do_bench_us"] = _do_bench(entries[n][0], entries[n][1][0])
         out[n] = res
@@ -167,44 +168,6 @@ def _measure_cpu(fn, sets):
         fn(*args)
         samples.append((time.perf_counter() - t) * 1e6)
     return {**_stats(samples), "sets": n}
-
-
-def _measure_cuda(fn, sets):
-    import torch
-
-    c = CONFIG
-    n = len(sets)
-    flush = _flush_buffer()
-    # First calls (module load, autotuning, handle creation) and a cost estimate.
-    fn(*sets[0])
-    torch.cuda.synchronize()
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    probe = 3
-    e0.record()
-    for i in range(probe):
-        fn(*sets[i % n])
-    e1.record()
-    torch.cuda.synchronize()
-    est_ms = max(e0.elapsed_time(e1) / probe, 1e-4)
-    for i in range(int(min(1000, c["warmup_ms"] / est_ms))):
-        fn(*sets[i % n])
-    reps = int(min(c["max_reps"], max(c["min_reps"], c["rep_ms"] / est_ms)))
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    torch.cuda.synchronize()
-    for i in range(reps):
-        args = sets[i % n]
-        if flush is not None:
-            flush.zero_()
-        starts[i].record()
-        fn(*args)
-        ends[i].record()
-    torch.cuda.synchronize()
-    res = _stats([s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)])
-    res["sets"] = n
-    if c["do_bench"]:
-        res["do_bench_us"] = _do_bench(fn, sets[0])
-    return res
 
 
 def _do_bench(fn, args):
