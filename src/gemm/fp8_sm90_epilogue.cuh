@@ -4,13 +4,14 @@
 //   D = gamma * S + act(beta * S + alpha * sa_t * sb_t * scale_m[m] * scale_n[n] * acc
 //                       + bias_n[n] + bias_m[m])
 //
-// applied to the fp32 accumulator registers; where the bf16 tile goes is a policy (StoreRegisters,
-// StoreTma below). Every operand but the accumulator is optional (null pointer / zero scalar);
+// applied to the fp32 accumulator registers; the output element (D, S and the biases: bf16 or
+// fp16) is a policy (OutBf16, OutF16), and so is where the tile goes (StoreRegisters, StoreTma). Every operand but the accumulator is optional (null pointer / zero scalar);
 // the activation and the presence of S are template parameters of the store loop, chosen once per
 // tile by a uniform switch, so no transcendental or source code sits in the plain path.
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cstdint>
 
@@ -38,9 +39,31 @@ __device__ __forceinline__ float activate(float x) {
   }
 }
 
+// ---------------------------------------------------------------------------- output elements
+
+// D's element type, which S and the biases share (the CUDA dispatcher requires that). Both are
+// 2 bytes, so the shared-memory D tile and its TMA boxes are the same for either.
+struct OutBf16 {
+  using T = __nv_bfloat16;
+  using T2 = __nv_bfloat162;
+  static constexpr bool kIsF16 = false;
+  static __device__ __forceinline__ float to_float(T x) { return __bfloat162float(x); }
+  static __device__ __forceinline__ float2 to_float2(T2 x) { return __bfloat1622float2(x); }
+  static __device__ __forceinline__ T2 pack(float a, float b) { return __floats2bfloat162_rn(a, b); }
+};
+// fp16: round to nearest even, overflow to +-inf (IEEE; what the CPU reference's conversion does).
+struct OutF16 {
+  using T = __half;
+  using T2 = __half2;
+  static constexpr bool kIsF16 = true;
+  static __device__ __forceinline__ float to_float(T x) { return __half2float(x); }
+  static __device__ __forceinline__ float2 to_float2(T2 x) { return __half22float2(x); }
+  static __device__ __forceinline__ T2 pack(float a, float b) { return __floats2half2_rn(a, b); }
+};
+
 // ----------------------------------------------------------------------------- store policies
 
-// bf16 pairs from registers straight to global memory (4-byte stores, each quad of lanes 16
+// Output pairs from registers straight to global memory (4-byte stores, each quad of lanes 16
 // contiguous bytes of a row; rows and columns past M, N skipped). Both math warpgroups finish a
 // tile together, so the tensor cores idle for the whole store loop (the stores themselves are
 // fire-and-forget).
@@ -48,7 +71,7 @@ struct StoreRegisters {
   static constexpr bool kTma = false;
   static constexpr const char* kName = "registers";
 };
-// bf16 pairs into a shared-memory tile (one 64 x kBlockN buffer per math warpgroup, in 64-column
+// Output pairs into a shared-memory tile (one 64 x kBlockN buffer per math warpgroup, in 64-column
 // chunks of 64 rows x 128 bytes with TMA's 128-byte swizzle: the 8 rows a warp writes per store
 // hit 8 different 16-byte units, no bank conflicts), then TMA stores of 64 x 64 boxes issued by one
 // thread of the warpgroup (elements past M, N are clipped by TMA, not written). The warpgroup goes
@@ -58,20 +81,21 @@ struct StoreRegisters {
 struct StoreTma {
   static constexpr bool kTma = true;
   static constexpr const char* kName = "tma";
-  static constexpr int kBoxCols = 64;   // 128 bytes of bf16: the 128-byte swizzle span
+  static constexpr int kBoxCols = 64;   // 128 bytes of a 2-byte element: the 128-byte swizzle span
   static constexpr int kBoxRows = 64;   // one math warpgroup's rows
   static constexpr int kChunkBytes = kBoxCols * kBoxRows * 2;
   static_assert(kChunkBytes % 1024 == 0, "chunks of whole 1024-byte swizzle atoms");
 };
 
 // What the epilogue reads besides the accumulator; `alpha` already holds the tensor scales.
+// D, S and the biases hold the kernel's output element (Out::T).
 struct EpilogueArgs {
-  __nv_bfloat16* d;
+  void* d;
   int64_t ldd, batch_d;
-  const __nv_bfloat16* s;  // null: no source (beta = gamma = 0)
+  const void* s;  // null: no source (beta = gamma = 0)
   int64_t lds, batch_s;
-  const __nv_bfloat16* bias_n;
-  const __nv_bfloat16* bias_m;
+  const void* bias_n;
+  const void* bias_m;
   const float* scale_m;
   const float* scale_n;
   float alpha, beta, gamma;
@@ -89,7 +113,7 @@ __device__ __forceinline__ void warpgroup_barrier(int id) {
 // round trip; measured, H200), and holding them in registers spills at kBlockN = 192.
 // StoreTma: the first barrier also publishes that the previous tile's TMA stores (issued by
 // thread 0, which waits for them here) have read the warpgroup's D buffer.
-template <class Store, int kBlockN>
+template <class Store, int kBlockN, class Out>
 __device__ __forceinline__ void stage_columns(const EpilogueArgs& e, float* cols, int32_t n0,
                                               int wg_thread, int barrier_id) {
   if constexpr (Store::kTma) bulk_wait_group_read_all();  // no-op for threads 1..127
@@ -101,7 +125,8 @@ __device__ __forceinline__ void stage_columns(const EpilogueArgs& e, float* cols
     const int c = min(wg_thread + 128 * i, kBlockN - 1);
     const int32_t col = min(n0 + c, e.n - 1);  // clamped: loads stay in bounds
     const float sn = e.scale_n ? __ldg(e.scale_n + col) : 1.0f;
-    const float bn = e.bias_n ? __bfloat162float(__ldg(e.bias_n + col)) : 0.0f;
+    const float bn =
+        e.bias_n ? Out::to_float(__ldg(static_cast<const typename Out::T*>(e.bias_n) + col)) : 0.0f;
     cols[c] = sn;  // threads clamped to the same c write the same values
     cols[kBlockN + c] = bn;
   }
@@ -115,11 +140,13 @@ __device__ __forceinline__ void stage_columns(const EpilogueArgs& e, float* cols
 // to the warpgroup's shared-memory buffer `dtile` (TMA clips what lies past M, N); operand loads
 // of rows / columns past M, N are skipped (clamped addresses, selected away), without branches.
 // The source is read through __restrict__ pointers so its loads can move ahead of the stores.
-template <class Store, int kBlockN, int32_t kAct, bool kSource>
+template <class Store, int kBlockN, class Out, int32_t kAct, bool kSource>
 __device__ __forceinline__ void store_tile(const EpilogueArgs& e, const float* cols,
                                            const float (&acc)[kBlockN / 2], int32_t batch,
                                            int32_t row0, int32_t n0, int lane, uint32_t dtile,
                                            int wg_row) {
+  using T = typename Out::T;
+  using T2 = typename Out::T2;
   const int32_t t0 = 2 * (lane % 4);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -131,10 +158,11 @@ __device__ __forceinline__ void store_tile(const EpilogueArgs& e, const float* c
     const int32_t row_c = min(row, e.m - 1);  // clamped: loads stay in bounds
     const float sm = e.scale_m ? __ldg(e.scale_m + row_c) : 1.0f;
     const float rs = e.alpha * sm;
-    const float bm = e.bias_m ? __bfloat162float(__ldg(e.bias_m + row_c)) : 0.0f;
-    __nv_bfloat16* __restrict__ drow = e.d + batch * e.batch_d + row * e.ldd;
-    const __nv_bfloat16* __restrict__ srow = kSource ? e.s + batch * e.batch_s + row_c * e.lds
-                                                     : nullptr;
+    const float bm =
+        e.bias_m ? Out::to_float(__ldg(static_cast<const T*>(e.bias_m) + row_c)) : 0.0f;
+    T* __restrict__ drow = static_cast<T*>(e.d) + batch * e.batch_d + row * e.ldd;
+    const T* __restrict__ srow =
+        kSource ? static_cast<const T*>(e.s) + batch * e.batch_s + row_c * e.lds : nullptr;
     // StoreTma: this thread's bytes of shared-memory row wg_row + 8 h; its 16-byte unit i % 8 of
     // a chunk is swizzled to (i % 8) ^ (row % 8), and row % 8 = lane / 4.
     const uint32_t drow_smem = dtile + (wg_row + 8 * h) * 128 + 2 * t0;
@@ -153,11 +181,11 @@ __device__ __forceinline__ void store_tile(const EpilogueArgs& e, const float* c
         // (12 bytes with TilesOverlapEpilogue), hence the empty first branch.
         if (Store::kTma && !row_in) {
         } else if (pair) {
-          const float2 s2 = __bfloat1622float2(__ldg(reinterpret_cast<const __nv_bfloat162*>(srow + col)));
+          const float2 s2 = Out::to_float2(__ldg(reinterpret_cast<const T2*>(srow + col)));
           src[0] = s2.x;
           src[1] = s2.y;
         } else if (!Store::kTma || col < e.n) {
-          src[0] = __bfloat162float(__ldg(srow + col));
+          src[0] = Out::to_float(__ldg(srow + col));
         }
       }
       const float2 cs = *reinterpret_cast<const float2*>(cols + c);            // scale_n
@@ -172,13 +200,13 @@ __device__ __forceinline__ void store_tile(const EpilogueArgs& e, const float* c
           v[j] = activate<kAct>(x);
         }
       }
-      const __nv_bfloat162 out = __floats2bfloat162_rn(v[0], v[1]);
+      const T2 out = Out::pack(v[0], v[1]);
       if constexpr (Store::kTma) {
         const uint32_t unit = static_cast<uint32_t>((i % 8) ^ (lane / 4));
         st_shared_b32(drow_smem + (i / 8) * Store::kChunkBytes + (unit << 4),
                       *reinterpret_cast<const uint32_t*>(&out));
       } else if (pair) {
-        *reinterpret_cast<__nv_bfloat162*>(drow + col) = out;
+        *reinterpret_cast<T2*>(drow + col) = out;
       } else {
         drow[col] = out.x;
       }
@@ -186,33 +214,33 @@ __device__ __forceinline__ void store_tile(const EpilogueArgs& e, const float* c
   }
 }
 
-template <class Store, int kBlockN, int32_t kAct>
+template <class Store, int kBlockN, class Out, int32_t kAct>
 __device__ __forceinline__ void store_tile_source(const EpilogueArgs& e, const float* cols,
                                                   const float (&acc)[kBlockN / 2], int32_t batch,
                                                   int32_t row0, int32_t n0, int lane,
                                                   uint32_t dtile, int wg_row) {
   if (e.s) {
-    store_tile<Store, kBlockN, kAct, true>(e, cols, acc, batch, row0, n0, lane, dtile, wg_row);
+    store_tile<Store, kBlockN, Out, kAct, true>(e, cols, acc, batch, row0, n0, lane, dtile, wg_row);
   } else {
-    store_tile<Store, kBlockN, kAct, false>(e, cols, acc, batch, row0, n0, lane, dtile, wg_row);
+    store_tile<Store, kBlockN, Out, kAct, false>(e, cols, acc, batch, row0, n0, lane, dtile, wg_row);
   }
 }
 
 // The epilogue of one tile for math warpgroup `wg` (tile rows wg * 64 .. + 63 from `m0`, columns
 // n0 .. + kBlockN - 1). `tma_d`, `dtile`: the D tensor map and the warpgroup's shared-memory D
 // buffer (StoreTma only).
-template <class Store, int kBlockN>
+template <class Store, int kBlockN, class Out>
 __device__ __forceinline__ void epilogue(const EpilogueArgs& e, const void* tma_d,
                                          int32_t activation, float* cols, uint8_t* dtile,
                                          const float (&acc)[kBlockN / 2], int32_t batch,
                                          int32_t m0, int32_t n0, int wg, int wg_thread) {
-  stage_columns<Store, kBlockN>(e, cols, n0, wg_thread, 1 + wg);
+  stage_columns<Store, kBlockN, Out>(e, cols, n0, wg_thread, 1 + wg);
   const int lane = wg_thread % 32;
   const int wg_row = wg_thread / 32 * 16 + lane / 4;
   const int32_t row0 = m0 + wg * 64 + wg_row;
   const uint32_t dt = Store::kTma ? smem_u32(dtile) : 0u;
   switch (activation) {
-#define DW_FP8_STORE(act) store_tile_source<Store, kBlockN, act>(e, cols, acc, batch, row0, n0, lane, dt, wg_row)
+#define DW_FP8_STORE(act) store_tile_source<Store, kBlockN, Out, act>(e, cols, acc, batch, row0, n0, lane, dt, wg_row)
     case kActReLU: DW_FP8_STORE(kActReLU); break;
     case kActGeluErf: DW_FP8_STORE(kActGeluErf); break;
     case kActGeluTanh: DW_FP8_STORE(kActGeluTanh); break;

@@ -1,4 +1,4 @@
-// deepwell's own sm_90a FP8 GEMM (e4m3 x e4m3 / e5m2 -> bf16, A and B K-major), warp-specialized
+// deepwell's own sm_90a FP8 GEMM (e4m3 x e4m3 / e5m2 -> bf16 or fp16, A and B K-major), warp-specialized
 // like DeepGEMM's: plain CUDA around a POD parameter struct, with TMA, mbarriers and wgmma as the
 // only sm_90 pieces (fp8_sm90_ptx.cuh, CuTe's wgmma structs).
 //
@@ -46,7 +46,7 @@ struct Params {
   CUtensorMap tma_a;    // A (K, M, batch) bytes, box 128 x 128 x 1, 128B swizzle
   CUtensorMap tma_b;    // B (K, N, batch) bytes, box 128 x kBlockN x 1, 128B swizzle
   CUtensorMap tma_sfa;  // block scaling: A scales (round_up(M, 4), K blocks) f32, box 128 x 1
-  CUtensorMap tma_d;    // StoreTma: D (N, M, batch) bf16, box 64 x 64 x 1, 128B swizzle
+  CUtensorMap tma_d;    // StoreTma: D (N, M, batch) bf16 / fp16, box 64 x 64 x 1, 128B swizzle
   int32_t m_blocks, n_blocks, k_blocks, batch;
   const float* sfb;  // block scaling: (N blocks, K blocks), unit stride along K
   int64_t sfb_ld;
@@ -59,8 +59,9 @@ struct Params {
 
 template <bool kE5M2B_, class Scale_, int kBlockN_, int kStages_,
           class Promotion_ = PromoteSerial, int kClusterM_ = 1, class Store_ = StoreRegisters,
-          class Tiles_ = TilesSerial>
+          class Tiles_ = TilesSerial, class Out_ = OutBf16>
 struct Fp8Kernel {
+  using Out = Out_;  // D's element: OutBf16 or OutF16 (fp8_sm90_epilogue.cuh)
   using Scale = Scale_;
   using Promotion = Promotion_;
   using Store = Store_;
@@ -74,7 +75,7 @@ struct Fp8Kernel {
   // CTAs per cluster along M, sharing each B tile through TMA multicast (1: no cluster).
   static constexpr int kClusterM = kClusterM_;
   static constexpr int kGroupM = 8 / kClusterM;  // group of 8 m-blocks either way
-  // StoreTma: a 64 x kBlockN bf16 buffer per math warpgroup (48 KB at kBlockN = 192).
+  // StoreTma: a 64 x kBlockN 16-bit buffer per math warpgroup (48 KB at kBlockN = 192).
   static constexpr int kDBytes = Store::kTma ? kBlockM * kBlockN * 2 : 0;
   using Smem = SharedLayout<kBlockM, kBlockN, kBlockK, kStages, Scale::kMainloopScales, kDBytes>;
   using Scheduler = GroupedTileScheduler<kGroupM, kClusterM>;
@@ -149,7 +150,7 @@ __global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_c
   if (p.scale_a_tensor) e.alpha *= __ldg(p.scale_a_tensor);
   if (p.scale_b_tensor) e.alpha *= __ldg(p.scale_b_tensor);
   auto tile_epilogue = [&](const TileCoord& c, const float (&acc)[K::kAccRegs]) {
-    epilogue<typename K::Store, K::kBlockN>(e, &p.tma_d, p.activation, sm.cols(warpgroup),
+    epilogue<typename K::Store, K::kBlockN, typename K::Out>(e, &p.tma_d, p.activation, sm.cols(warpgroup),
                                             sm.d(warpgroup), acc, c.batch,
                                             c.m_block * K::kBlockM, c.n_block * K::kBlockN,
                                             warpgroup, threadIdx.x % 128);
@@ -223,7 +224,7 @@ struct Fp8Launcher {
   // Does this configuration implement the kernel table's row `k`?
   static constexpr bool matches(const KernelSpec& k) {
     return k.operands == (K::kE5M2B ? Operands::kE4M3xE5M2 : Operands::kE4M3) &&
-           k.out == DType::kBF16 && k.a_k_major && k.b_k_major &&
+           k.out == (K::Out::kIsF16 ? DType::kF16 : DType::kBF16) && k.a_k_major && k.b_k_major &&
            k.scaling == (K::Scale::kMainloopScales ? Scaling::kBlock : Scaling::kTensorRow) &&
            k.tile_m == K::kBlockM && k.tile_n == K::kBlockN && k.tile_k == K::kBlockK &&
            k.cluster_m == K::kClusterM && k.cluster_n == 1 &&
@@ -327,7 +328,7 @@ struct Fp8Launcher {
       p.n_scale_blocks = (l.n + 127) / 128;
     }
     if constexpr (K::Store::kTma) {
-      // bf16 D (N, M, batch), boxes of 64 columns (128 bytes: the swizzle span) x 64 rows. The
+      // 16-bit D (N, M, batch), boxes of 64 columns (128 bytes: the swizzle span) x 64 rows. The
       // dispatcher guarantees what TMA needs: a 16-byte aligned D with row and batch strides of
       // multiples of 16 bytes (batch stride = ldd for one batch).
       const cuuint64_t dims[3] = {static_cast<cuuint64_t>(l.n), static_cast<cuuint64_t>(l.m),
@@ -337,7 +338,8 @@ struct Fp8Launcher {
       const cuuint32_t box[3] = {StoreTma::kBoxCols, StoreTma::kBoxRows, 1};
       const cuuint32_t elem_strides[3] = {1, 1, 1};
       const CUresult r = encode_tiled()(
-          &p.tma_d, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, l.d, dims, strides, box, elem_strides,
+          &p.tma_d, K::Out::kIsF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+          3, l.d, dims, strides, box, elem_strides,
           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
           CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
       if (r != CUDA_SUCCESS) {
@@ -351,14 +353,14 @@ struct Fp8Launcher {
     p.scale_b_tensor = l.scale_b_tensor;
     p.activation = l.activation;
     EpilogueArgs& e = p.epi;
-    e.d = static_cast<__nv_bfloat16*>(l.d);
+    e.d = l.d;
     e.ldd = l.ldd;
     e.batch_d = l.batch_d;
-    e.s = static_cast<const __nv_bfloat16*>(l.s);
+    e.s = l.s;
     e.lds = l.lds;
     e.batch_s = l.batch_s;
-    e.bias_n = static_cast<const __nv_bfloat16*>(l.bias_n);
-    e.bias_m = static_cast<const __nv_bfloat16*>(l.bias_m);
+    e.bias_n = l.bias_n;
+    e.bias_m = l.bias_m;
     e.scale_m = l.scale_m;
     e.scale_n = l.scale_n;
     e.alpha = l.alpha;

@@ -428,6 +428,23 @@ def test_fp8_tensor_scaling_emulated_outputs():
         assert rel_l2(out, ad @ bd) <= tol(od)
 
 
+@pytest.mark.parametrize("gran", ["tensor", "row"])
+@pytest.mark.parametrize("m,n,k", [(1, 7, 1024), (130, 264, 520), (4096, 4096, 4096)])
+def test_fp8_f16_output(gran, m, n, k):
+    """e4m3 x e4m3 with an fp16 D (deepwell's fp8 kernel with fp16 output), plain and with an fp16
+    bias, by the default plan; equal to the reference on the decoded operands."""
+    a, b = fp8((m, k), E4M3), fp8((k, n), E4M3, k_major_b=True)
+    sa, sb = scales_for(gran, m, n, k)
+    ad, bd = decoded(a, b, sa, sb, gran)
+    bias = torch.randn(n, device=DEV, dtype=torch.float16)
+    out = nan_out((m, n), torch.float16)
+    deepwell.gemm_fp8(a, b, sa, sb, granularity=gran, out=out)
+    assert rel_l2(out, ad @ bd) <= tol(torch.float16)
+    out = nan_out((m, n), torch.float16)
+    deepwell.gemm_fp8(a, b, sa, sb, granularity=gran, bias=bias, activation="relu", out=out)
+    assert rel_l2(out, torch.relu(ad @ bd + bias.double())) <= tol(torch.float16)
+
+
 def test_fp8_unsupported_on_cuda():
     a, b = fp8((64, 128), E4M3), fp8((128, 64), E4M3, k_major_b=True)
     sa = torch.full((64, 4), 127, dtype=torch.uint8, device=DEV)
@@ -446,14 +463,15 @@ import sys, torch, deepwell
 torch.manual_seed(0)
 E4M3 = torch.float8_e4m3fn
 grans = sys.argv[1].split(",")
+OUT = getattr(torch, sys.argv[2])  # bfloat16 or float16: D, the bias and the residual
 
 def fp8(rows, cols, batch=()):
     # row-major with the leading dimension padded to 16 bytes
     base = torch.randn(*batch, rows, -(-cols // 16) * 16, device="cuda").to(E4M3)
     return base[..., :cols]
 
-def bf16(rows, cols, fill=None):
-    base = torch.empty(rows, -(-cols // 8) * 8, device="cuda", dtype=torch.bfloat16)
+def out16(rows, cols, fill=None):
+    base = torch.empty(rows, -(-cols // 8) * 8, device="cuda", dtype=OUT)
     if fill is None:
         base.normal_()
     else:
@@ -477,10 +495,10 @@ for m, n, k in [(1, 7, 1024), (7, 1000, 304), (1000, 1104, 520), (4097, 136, 820
             kk = torch.arange(k, device="cuda") // 128
             ad = a.double() * sa.double()[:, kk]
             bd = w.double() * sb.double()[torch.arange(n, device="cuda") // 128][:, kk]
-        bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
-        res = bf16(m, n)
+        bias = torch.randn(n, device="cuda", dtype=OUT)
+        res = out16(m, n)
         for epi in ("plain", "fused"):
-            out = bf16(m, n, float("nan"))
+            out = out16(m, n, float("nan"))
             if epi == "plain":
                 deepwell.gemm_fp8(a, w.t(), sa, sb, granularity=gran, out=out)
                 ref = ad @ bd.t()
@@ -505,10 +523,11 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("force,grans", [("e4m3_kk_bf16_ws_128x192,dp", "tensor,row"),
-                                         ("e4m3_kk_bf16_128x128,dp", "tensor,row"),
-                                         ("e4m3_kk_bf16_block_128x128,dp", "block")])
-def test_every_fp8_kernel_forced(force, grans):
+@pytest.mark.parametrize("force,grans,out", [("e4m3_kk_bf16_ws_128x192,dp", "tensor,row", "bfloat16"),
+                                             ("e4m3_kk_f16_ws_128x192,dp", "tensor,row", "float16"),
+                                             ("e4m3_kk_bf16_128x128,dp", "tensor,row", "bfloat16"),
+                                             ("e4m3_kk_bf16_block_128x128,dp", "block", "bfloat16")])
+def test_every_fp8_kernel_forced(force, grans, out):
     """Each fp8 kernel of the table on odd M / N / K (K = 1 and K not a multiple of 128 included),
     plain and fused epilogues, whatever the shape rules would pick (one subprocess per setting)."""
     import os
@@ -516,6 +535,6 @@ def test_every_fp8_kernel_forced(force, grans):
     import sys
 
     env = dict(os.environ, DEEPWELL_GEMM_FORCE=force)
-    r = subprocess.run([sys.executable, "-c", _FORCED_FP8_SCRIPT, grans], env=env,
+    r = subprocess.run([sys.executable, "-c", _FORCED_FP8_SCRIPT, grans, out], env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
