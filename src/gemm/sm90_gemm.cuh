@@ -6,7 +6,7 @@
 //
 // with every operand chosen at run time: S (the source, serving as C and/or the residual) is loaded
 // only when beta or gamma is non-zero, the bias vectors and fp8 scale vectors may be null (0 resp.
-// 1), and the activation is a run-time switch over CUTLASS's ReLu / GELU / GELU_taylor / SiLu.
+// 1), and the activation is a run-time switch (relu, gelu_erf, gelu_tanh, silu).
 // So one compiled instance serves every epilogue of a (types, layouts, tile) configuration.
 //
 // Include only from gemm_inst_*.cu files; each instantiates one configuration with
@@ -44,28 +44,61 @@ struct ActivationArgs {
   int32_t kind = 0;  // deepwell::Activation
 };
 
-// The transcendental activations run out of line, once per fragment: inlining all of them into
-// every unrolled epilogue step made each kernel instance ~15 s slower to compile, for an epilogue
-// that costs little next to the main loop.
-template <class T>
-__device__ __noinline__ void transcendental_activation(T& y, T const& x, int32_t kind) {
-  switch (kind) {
-    case 2: y = cutlass::epilogue::thread::GELU<T>{}(x); break;         // erf
-    case 3: y = cutlass::epilogue::thread::GELU_taylor<T>{}(x); break;  // tanh approximation
-    default: y = cutlass::epilogue::thread::SiLu<T>{}(x); break;
-  }
+// The activations run inline, element by element, on MUFU approximations: tanh.approx for
+// gelu_tanh (what CUTLASS's GELU_taylor uses; max relative error ~2^-11, below bf16's half ulp)
+// and ex2.approx for silu. Until session 6 they ran in one out-of-line function per fragment to
+// save compile time; at 8192x4096x4096 that call (fragments through a 128-byte stack frame) made
+// bias + gelu_tanh 11% slower than the plain GEMM and silu 21% slower, while the inlined
+// gelu_tanh is 3% slower (docs/perf-notes.md, GEMM log). erf has no MUFU form: its CUDA
+// implementation stays out of line (a rarer activation, and the longest code).
+__device__ __forceinline__ float gelu_tanh(float x) {
+  constexpr float k0 = 0.7978845608028654f;             // sqrt(2 / pi)
+  constexpr float k1 = 0.7978845608028654f * 0.044715f;
+  float t;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(x * fmaf(k1 * x, x, k0)));
+  return 0.5f * fmaf(x, t, x);
+}
+
+// x * sigmoid(x) = x / (1 + e^-x). __fdividef returns 0 once the denominator passes 2^126
+// (x < -87), which is silu's limit there; __expf is ex2.approx on x * log2(e).
+__device__ __forceinline__ float silu(float x) { return __fdividef(x, 1.0f + __expf(-x)); }
+
+static __device__ __noinline__ float gelu_erf(float x) {  // static: one copy per instance file
+  return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
 }
 
 // Sm90Compute passes the node's Arguments as the last call argument when the functor declares them.
 // The branch is uniform over the whole grid.
+// (Sm90Compute reads the Arguments type off the scalar instantiation and calls the fragment one.)
 template <class T>
 struct RuntimeActivation {
   using Arguments = ActivationArgs;
-  CUTLASS_DEVICE T operator()(T const& x, Arguments const& args) const {
-    if (args.kind == 0) return x;
-    if (args.kind == 1) return cutlass::epilogue::thread::ReLu<T>{}(x);
-    T y;
-    transcendental_activation(y, x, args.kind);
+};
+
+template <int N>
+struct RuntimeActivation<cutlass::Array<float, N>> {
+  using Arguments = ActivationArgs;
+  using Frag = cutlass::Array<float, N>;
+  CUTLASS_DEVICE Frag operator()(Frag const& x, Arguments const& args) const {
+    Frag y;
+    switch (args.kind) {
+      case 1:
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < N; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];  // NaN stays NaN, as in torch
+        break;
+      case 2:
+        for (int i = 0; i < N; ++i) y[i] = gelu_erf(x[i]);  // not unrolled: one call site
+        break;
+      case 3:
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < N; ++i) y[i] = gelu_tanh(x[i]);
+        break;
+      case 4:
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < N; ++i) y[i] = silu(x[i]);
+        break;
+      default: y = x; break;
+    }
     return y;
   }
 };

@@ -31,10 +31,15 @@ TEST(GemmPlan, SmallMAndNUses128x64) {
   p = bf16(128, 4096, 4096);  // 64 tiles, 2 splits would fit, but K < 8192: data-parallel
   EXPECT_EQ(p.kernel, &kNarrow);
   EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
-  p = bf16(128, 4096, 14336);  // long K: split-K 2
+  p = bf16(128, 4096, 14336);  // long K, 64 tiles: split-K 2
   EXPECT_EQ(p.kernel, &kNarrow);
   EXPECT_EQ(p.decomposition, Decomposition::kSplitK);
   EXPECT_EQ(p.splits, 2);
+  p = bf16(128, 2048, 28672);  // 32 tiles: split-K 4 (at most 4)
+  EXPECT_EQ(p.kernel, &kNarrow);
+  EXPECT_EQ(p.splits, 4);
+  p = bf16(32, 1024, 16384);  // 16 tiles: 8 would fit, capped at 4
+  EXPECT_EQ(p.splits, 4);
 }
 
 TEST(GemmPlan, SmallMUses128x128WithAtMostThreeSplits) {
@@ -57,6 +62,12 @@ TEST(GemmPlan, MidSizeUsesPingpong) {
   EXPECT_EQ(bf16(1024, 6144, 4096).kernel, &kPingpong);
   EXPECT_EQ(bf16(4096, 4096, 4096).kernel, &kPingpong);
   EXPECT_EQ(bf16(1024, 10240, 8192).kernel, &kPingpong);
+  // short K up to 2^26 outputs, however many tiles
+  EXPECT_EQ(bf16(8192, 4096, 4096).kernel, &kPingpong);
+  EXPECT_EQ(bf16(16384, 4096, 4096).kernel, &kPingpong);
+  EXPECT_EQ(bf16(4096, 14336, 4096).kernel, &kPingpong);
+  EXPECT_EQ(bf16(16384, 14336, 4096).kernel, &kBig);  // beyond 2^26 outputs
+  EXPECT_EQ(bf16(8192, 8192, 8192).kernel, &kBig);    // K = 8192
   // long K stays on the large tile: 128 tiles < 132 SMs, one split -> data-parallel
   Plan p = bf16(1024, 4096, 14336);
   EXPECT_EQ(p.kernel, &kBig);
