@@ -5,9 +5,10 @@
 //                       + bias_n[n] + bias_m[m])
 //
 // applied to the fp32 accumulator registers; the output element (D, S and the biases: bf16 or
-// fp16) is a policy (OutBf16, OutF16), and so is where the tile goes (StoreRegisters, StoreTma). Every operand but the accumulator is optional (null pointer / zero scalar);
-// the activation and the presence of S are template parameters of the store loop, chosen once per
-// tile by a uniform switch, so no transcendental or source code sits in the plain path.
+// fp16) is a policy (OutBf16, OutF16), and so is where the tile goes (StoreRegisters, StoreTma).
+// Every operand but the accumulator is optional (null pointer / zero scalar); the activation and
+// the presence of S are template parameters of the store loop, chosen once per tile by a uniform
+// switch, so no transcendental or source code sits in the plain path.
 #pragma once
 
 #include <cuda_bf16.h>

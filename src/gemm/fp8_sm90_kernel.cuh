@@ -1,6 +1,6 @@
-// deepwell's own sm_90a FP8 GEMM (e4m3 x e4m3 / e5m2 -> bf16 or fp16, A and B K-major), warp-specialized
-// like DeepGEMM's: plain CUDA around a POD parameter struct, with TMA, mbarriers and wgmma as the
-// only sm_90 pieces (fp8_sm90_ptx.cuh, CuTe's wgmma structs).
+// deepwell's own sm_90a FP8 GEMM (e4m3 x e4m3 / e5m2 -> bf16 or fp16, A and B K-major),
+// warp-specialized like DeepGEMM's: plain CUDA around a POD parameter struct, with TMA, mbarriers
+// and wgmma as the only sm_90 pieces (fp8_sm90_ptx.cuh, CuTe's wgmma structs).
 //
 //   CTA = 3 warpgroups: WG 0 and 1 do the math (64 rows of the 128-row tile each, setmaxnreg 232),
 //   WG 2 is the producer (one elected thread issues all TMA loads, setmaxnreg 40).
@@ -150,10 +150,9 @@ __global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_c
   if (p.scale_a_tensor) e.alpha *= __ldg(p.scale_a_tensor);
   if (p.scale_b_tensor) e.alpha *= __ldg(p.scale_b_tensor);
   auto tile_epilogue = [&](const TileCoord& c, const float (&acc)[K::kAccRegs]) {
-    epilogue<typename K::Store, K::kBlockN, typename K::Out>(e, &p.tma_d, p.activation, sm.cols(warpgroup),
-                                            sm.d(warpgroup), acc, c.batch,
-                                            c.m_block * K::kBlockM, c.n_block * K::kBlockN,
-                                            warpgroup, threadIdx.x % 128);
+    epilogue<typename K::Store, K::kBlockN, typename K::Out>(
+        e, &p.tma_d, p.activation, sm.cols(warpgroup), sm.d(warpgroup), acc, c.batch,
+        c.m_block * K::kBlockM, c.n_block * K::kBlockN, warpgroup, threadIdx.x % 128);
   };
   if constexpr (K::Tiles::kOverlapEpilogue) {
     tiles_overlapped<K>(p, sm, sched, warpgroup, row, lane, tile_epilogue);

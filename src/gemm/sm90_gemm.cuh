@@ -25,12 +25,12 @@
 #include "cutlass/detail/blockwise_scale_layout.hpp"
 #include "cutlass/epilogue/collective/collective_builder.hpp"
 #include "cutlass/epilogue/fusion/sm90_visitor_tma_warpspecialized.hpp"
-#include "cutlass/epilogue/thread/activation.h"
 #include "cutlass/gemm/collective/collective_builder.hpp"
 #include "cutlass/gemm/device/gemm_universal_adapter.h"
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/gemm/kernel/tile_scheduler.hpp"
+#include "deepwell/gemm.hpp"
 #include "gemm/gemm_sm90_table.hpp"
 #include "gemm/sm90_launch.hpp"
 
@@ -67,9 +67,8 @@ static __device__ __noinline__ float gelu_erf(float x) {  // static: one copy pe
   return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
 }
 
-// Sm90Compute passes the node's Arguments as the last call argument when the functor declares them.
-// The branch is uniform over the whole grid.
-// (Sm90Compute reads the Arguments type off the scalar instantiation and calls the fragment one.)
+// Sm90Compute reads the Arguments type off the scalar instantiation and calls the fragment one,
+// with the node's Arguments as its last argument. The switch is uniform over the whole grid.
 template <class T>
 struct RuntimeActivation {
   using Arguments = ActivationArgs;
@@ -81,23 +80,23 @@ struct RuntimeActivation<cutlass::Array<float, N>> {
   using Frag = cutlass::Array<float, N>;
   CUTLASS_DEVICE Frag operator()(Frag const& x, Arguments const& args) const {
     Frag y;
-    switch (args.kind) {
-      case 1:
+    switch (static_cast<Activation>(args.kind)) {
+      case Activation::kReLU:
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < N; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];  // NaN stays NaN, as in torch
         break;
-      case 2:
+      case Activation::kGeluErf:
         for (int i = 0; i < N; ++i) y[i] = gelu_erf(x[i]);  // not unrolled: one call site
         break;
-      case 3:
+      case Activation::kGeluTanh:
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < N; ++i) y[i] = gelu_tanh(x[i]);
         break;
-      case 4:
+      case Activation::kSiLU:
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < N; ++i) y[i] = silu(x[i]);
         break;
-      default: y = x; break;
+      default: y = x; break;  // Activation::kNone
     }
     return y;
   }
