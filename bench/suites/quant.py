@@ -5,7 +5,8 @@ bytes, timed by common.run_variants in the same process for every case.
 "moved" bytes = x read once + every output written (codes and scales, as the call returns them).
 Formats that reduce a per-tensor amax first (fp8_tensor, nvfp4's FP32 tensor scale) and fp8_row
 with the transposed copy (row and column amaxes) read x twice: their ratio is bounded by about
-(in + out) / (2 in + out). Cells: GB/s of moved bytes; ratio: deepwell GB/s / copy GB/s (the
+(in + out) / (2 in + out). "fp8_tensor+amax" and "nvfp4+amax" pass the amax in (amax=, delayed
+scaling; reduced outside the timed call): one read of x. Cells: GB/s of moved bytes; ratio: deepwell GB/s / copy GB/s (the
 issue-4 bar is 0.80).
 
 Correctness per case (before timing, fresh input, outputs poisoned): the outputs are decoded with
@@ -22,7 +23,7 @@ NAME = "quant"
 METRIC = "gbps"
 CASE_KEYS = ["op", "format", "transpose", "R", "K"]
 FORMATS = ["mxfp8", "mxfp4", "nvfp4", "fp8_block1x128", "fp8_block128x128", "fp8_row",
-           "fp8_tensor"]
+           "fp8_tensor", "fp8_tensor+amax", "nvfp4+amax"]
 BLOCK_ROWS = {"mxfp8": 32, "mxfp4": 32, "nvfp4": 16}  # R multiple needed for the transposed copy
 TOL = {"mxfp4": 0.25, "nvfp4": 0.25}
 
@@ -78,6 +79,8 @@ def run(case: dict) -> dict:
                                                        "device"))
     label = f"{op} {fmt}{' +T' if transpose else ''} {R}x{K}"
     row = {"case": {k: case[k] for k in CASE_KEYS}, "label": label, "variants": {}, "ratios": {}}
+    given_amax = fmt.endswith("+amax")
+    fmt = fmt.removesuffix("+amax")
     dw, err = common.deepwell_module()
     if transpose and R % BLOCK_ROWS.get(fmt, 1):
         err = f"not available: the transposed copy in {fmt} needs R % {BLOCK_ROWS[fmt]} == 0"
@@ -108,6 +111,9 @@ def run(case: dict) -> dict:
         moved = R * K * 2 + out_bytes
         gen = gen_x
         fn = lambda x: dw.quantize(x, fmt, transpose=transpose)  # noqa: E731
+        if given_amax:  # the amax comes with the input, reduced outside the timed call
+            gen = lambda seed: (lambda x: (x, x.abs().amax().float().reshape(1)))(gen_x(seed)[0])  # noqa: E731
+            fn = lambda x, amax: dw.quantize(x, fmt, transpose=transpose, amax=amax)  # noqa: E731
         check = lambda out, args: _decoded_error(dw, out, args[0], fmt, transpose)  # noqa: E731
         tol = TOL.get(fmt, 0.05)
     del x0

@@ -222,6 +222,10 @@ typedef struct dw_quantize_args {
   int32_t rule;                /* DW_SCALE_RULE_*: MX formats only */
   int32_t pow2_scales;         /* FP32-scale formats: round scales up to powers of two */
   int32_t swizzle;             /* MX / NVFP4: scales in the 128x4 swizzled layout */
+  /* Appended after the first release (read only when struct_size covers it). FP8_TENSOR and
+   * NVFP4, optional: an f32 (1) amax known beforehand (delayed scaling); the scale comes from
+   * |amax| and x is read once, elements above it saturating. NULL: x's own amax (two reads). */
+  const dw_tensor* amax;
 } dw_quantize_args;
 
 DW_API dw_status dw_quantize(const dw_quantize_args* args, void* stream);

@@ -74,11 +74,17 @@ struct QuantizeArgs {
   const TensorView* tensor_scale = nullptr;  // NVFP4: f32 (1); must be null otherwise
   const TensorView* data_t = nullptr;        // optional transposed copy (K, R); 2-D x only
   const TensorView* scales_t = nullptr;      // its scales; required with data_t except kFp8Tensor
+  // kFp8Tensor and kNvfp4 only, optional: an f32 (1) tensor on x's device holding the amax to
+  // scale by, known before the call (delayed scaling: an earlier step's amax; or reduced by the
+  // kernel that produced x). The tensor scale is derived from |amax| by the same rule as from
+  // x's own amax; elements above it saturate. Without it the amax is x's and x is read twice.
+  const TensorView* amax = nullptr;
   QuantConfig config{};
 };
 
 // Writes data (and scales); no workspace needed. On CUDA the amax of kFp8Tensor and kNvfp4 is
-// reduced in the tensor-scale output itself before the encoding pass (two passes over x).
+// reduced in the tensor-scale output itself before the encoding pass (two passes over x), unless
+// the caller passes it (`amax`: one pass).
 DEEPWELL_API Status quantize(const QuantizeArgs& args, const Context& ctx = {});
 
 struct DequantizeArgs {

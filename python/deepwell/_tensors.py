@@ -14,10 +14,18 @@ _torch_codes: dict | None = None
 _numpy_codes = {"float32": F32, "float16": F16, "bfloat16": BF16, "int32": I32, "uint8": U8}
 
 
+_TorchTensor = None  # torch.Tensor, once torch has been imported by someone
+
+
 def is_torch(x) -> bool:
     """True for a torch.Tensor, without importing torch when the caller never did."""
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(x, torch.Tensor)
+    global _TorchTensor
+    if _TorchTensor is None:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return False
+        _TorchTensor = torch.Tensor
+    return isinstance(x, _TorchTensor)
 
 
 def _torch_code(dtype) -> int:
@@ -82,10 +90,8 @@ def describe(x, name: str):
 def empty(like, shape, dtype_code: int | None = None):
     """A new uninitialized tensor of the same framework and device as `like`."""
     if is_torch(like):
-        import torch
-
         dtype = like.dtype if dtype_code is None else _torch_dtype(dtype_code)
-        return torch.empty(shape, dtype=dtype, device=like.device)
+        return sys.modules["torch"].empty(shape, dtype=dtype, device=like.device)
     np = sys.modules.get("numpy")
     if np is not None and isinstance(like, np.ndarray):
         dtype = like.dtype if dtype_code is None else _numpy_dtype(dtype_code)
@@ -94,10 +100,17 @@ def empty(like, shape, dtype_code: int | None = None):
                     f"(outputs are allocated for torch tensors and numpy arrays)")
 
 
-def _torch_dtype(code: int):
-    import torch
+_torch_dtypes: dict | None = None
 
-    return {F32: torch.float32, F16: torch.float16, BF16: torch.bfloat16, I32: torch.int32}[code]
+
+def _torch_dtype(code: int):
+    global _torch_dtypes
+    if _torch_dtypes is None:
+        import torch
+
+        _torch_dtypes = {F32: torch.float32, F16: torch.float16, BF16: torch.bfloat16,
+                         I32: torch.int32}
+    return _torch_dtypes[code]
 
 
 def _numpy_dtype(code: int):

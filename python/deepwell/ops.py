@@ -11,9 +11,15 @@ from . import _tensors as T
 _ACTIVATIONS = {"none": 0, "relu": 1, "gelu": 2, "gelu_erf": 2, "gelu_tanh": 3, "silu": 4}
 
 
-def _native():
-    from . import _C
+_C = None
 
+
+def _native():
+    global _C
+    if _C is None:
+        from . import _C as native
+
+        _C = native
     return _C
 
 

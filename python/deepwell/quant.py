@@ -24,9 +24,15 @@ _FP4 = (5, 6)
 _MX_LIKE = (4, 5, 6)
 
 
-def _native():
-    from . import _C
+_C = None
 
+
+def _native():
+    global _C
+    if _C is None:
+        from . import _C as native
+
+        _C = native
     return _C
 
 
@@ -53,22 +59,26 @@ def _choice(value, table: dict, name: str):
     return table[value]
 
 
-def _torch_dtype_for(code: int):
-    """torch dtype that stores `code` (E4M3, E5M2, UE8M0, UE4M3), or uint8 where torch lacks it."""
-    import torch
+_torch_dtypes: dict = {}
 
-    name = {T.E4M3: "float8_e4m3fn", T.E5M2: "float8_e5m2", T.UE8M0: "float8_e8m0fnu",
-            T.UE4M3: "float8_e4m3fn"}.get(code)
-    return getattr(torch, name, torch.uint8) if name else torch.uint8
+
+def _torch_dtype_for(code: int):
+    """torch dtype that stores `code` (F32, E4M3, E5M2, UE8M0, UE4M3), or uint8 where torch lacks
+    it."""
+    dtype = _torch_dtypes.get(code)
+    if dtype is None:
+        import torch
+
+        name = {T.F32: "float32", T.E4M3: "float8_e4m3fn", T.E5M2: "float8_e5m2",
+                T.UE8M0: "float8_e8m0fnu", T.UE4M3: "float8_e4m3fn"}.get(code)
+        dtype = _torch_dtypes[code] = getattr(torch, name, torch.uint8) if name else torch.uint8
+    return dtype
 
 
 def _alloc(like, shape, code: int):
     """A contiguous tensor for elements of dtype code `code` (F32 or a byte format)."""
     if T.is_torch(like):
-        import torch
-
-        dtype = torch.float32 if code == T.F32 else _torch_dtype_for(code)
-        return torch.empty(shape, dtype=dtype, device=like.device)
+        return sys.modules["torch"].empty(shape, dtype=_torch_dtype_for(code), device=like.device)
     np = sys.modules.get("numpy")
     if np is not None and isinstance(like, np.ndarray):
         return np.empty(shape, dtype=np.float32 if code == T.F32 else np.uint8)
@@ -82,6 +92,19 @@ def _contiguous_strides(shape):
         strides.append(s)
         s *= n
     return tuple(reversed(strides))
+
+
+_strides_cache: dict = {}
+
+
+def _strides_of(shape):
+    """Contiguous strides of `shape` (a tuple), cached."""
+    strides = _strides_cache.get(shape)
+    if strides is None:
+        strides = _contiguous_strides(shape)
+        if len(_strides_cache) < 4096:
+            _strides_cache[shape] = strides
+    return strides
 
 
 def _bytes_desc(t, code: int, name: str, elem_shape=None):
@@ -101,19 +124,31 @@ def _bytes_desc(t, code: int, name: str, elem_shape=None):
     return (d[0], code, d[2], d[3], d[4], d[5])
 
 
+_shapes_cache: dict = {}  # (format, swizzle, transpose, x's shape) -> quantize_shapes' answer
+
+
 def _shapes(fmt: int, swizzle: bool, transpose: bool, x):
     shape = getattr(x, "shape", None)
     if shape is None:
         T.describe(x, "x")  # raises the TypeError naming 'x'
+    key = (fmt, swizzle, transpose, tuple(shape))
+    hit = _shapes_cache.get(key)
+    if hit is not None:
+        return hit
+    shape = tuple(int(n) for n in shape)
     try:
-        return _native().quantize_shapes(fmt, swizzle, transpose, tuple(int(n) for n in shape))
+        out = _native().quantize_shapes(fmt, swizzle, transpose, shape)
     except ValueError as e:  # report it against the caller's argument
         raise ValueError(str(e).replace("quantize_shapes: argument 'x_shape'",
                                         "quantize: argument 'x'")) from None
+    if len(_shapes_cache) < 4096:  # a model has a few dozen distinct shapes
+        _shapes_cache[key] = out
+    return out
 
 
 def quantize(x, format: str = "mxfp8", *, rule: str = "floor", elem: str = "e4m3",
-             transpose: bool = False, swizzle: bool = False, pow2_scales: bool = False):
+             transpose: bool = False, swizzle: bool = False, pow2_scales: bool = False,
+             amax=None):
     """Quantizes x (..., K) along its last dimension K.
 
     format: fp8_tensor, fp8_row, fp8_block1x128 (1x128), fp8_block128x128 (128x128), mxfp8,
@@ -122,7 +157,10 @@ def quantize(x, format: str = "mxfp8", *, rule: str = "floor", elem: str = "e4m3
     transpose: also return quantize(x.T) of a 2-D x, e.g. a weight quantized once for both
     K-major uses. swizzle: MX/NVFP4 scales in the 128x4 layout of Blackwell block-scaled MMA,
     shaped (ceil(R/128), ceil(K/block/4), 32, 16). pow2_scales: FP32 scales rounded up to powers
-    of two.
+    of two. amax (fp8_tensor and nvfp4 only): a float32 tensor of one element on x's device, the
+    amax to scale by when it is known beforehand (delayed scaling: an earlier step's amax); the
+    scale is derived from |amax| by the same rule, elements above it saturate, and x is read once
+    instead of twice. Nothing is synchronized: the value stays on the device.
 
     Returns (data, scales), or (data, scales, tensor_scale) for nvfp4; with transpose, the
     transposed (data_t, scales_t) follow (for fp8_tensor only data_t: it shares the scale).
@@ -141,19 +179,27 @@ def quantize(x, format: str = "mxfp8", *, rule: str = "floor", elem: str = "e4m3
     data_shape, scales_shape, scale_code, has_ts, data_t_shape, scales_t_shape = _shapes(
         fmt, swizzle, transpose, x)
     xd = T.describe(x, "x")
+    if amax is not None and getattr(amax, "ndim", None) == 0:
+        amax = amax.reshape(1)  # a 0-d tensor (e.g. torch.amax's result) as the (1) it describes
+    amdesc = T.describe(amax, "amax")
+
+    # Outputs are new contiguous tensors on x's device: their descriptors are built directly
+    # (fp4 data described in elements: its last dim and strides are those of x's shape).
+    def fresh(t, code, shape):
+        ptr = t.data_ptr() if T.is_torch(t) else t.__array_interface__["data"][0]
+        return (ptr, code, xd[2], xd[3], shape, _strides_of(shape))
 
     def alloc_data(shape):
         if elem_code == T.E2M1:
             packed = tuple(shape[:-1]) + ((shape[-1] + 1) // 2,) if shape else ()
             t = _alloc(x, packed, T.U8)
-            return t, _bytes_desc(t, T.E2M1, "data", shape)
+            return t, fresh(t, T.E2M1, shape)
         t = _alloc(x, shape, elem_code)
-        return t, _bytes_desc(t, elem_code, "data")
+        return t, fresh(t, elem_code, shape)
 
     def alloc_scales(shape):
         t = _alloc(x, shape, scale_code)
-        return t, (T.describe(t, "scales") if scale_code == T.F32
-                   else _bytes_desc(t, scale_code, "scales"))
+        return t, fresh(t, scale_code, shape)
 
     data, ddesc = alloc_data(data_shape)
     scales, sdesc = alloc_scales(scales_shape)
@@ -164,8 +210,8 @@ def quantize(x, format: str = "mxfp8", *, rule: str = "floor", elem: str = "e4m3
         data_t, dtdesc = alloc_data(data_t_shape)
         if scales_t_shape is not None:
             scales_t, stdesc = alloc_scales(scales_t_shape)
-    _native().quantize(xd, ddesc, sdesc, T.describe(ts, "tensor_scale"), dtdesc, stdesc, fmt,
-                       rule_code, pow2_scales, swizzle, T.stream_of(x))
+    _native().quantize(xd, ddesc, sdesc, T.describe(ts, "tensor_scale"), dtdesc, stdesc, amdesc,
+                       fmt, rule_code, pow2_scales, swizzle, T.stream_of(x))
     out = (data, scales) + ((ts,) if has_ts else ())
     if transpose:
         out += (data_t,) + ((scales_t,) if scales_t is not None else ())

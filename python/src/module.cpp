@@ -248,14 +248,16 @@ size_t gemm_fp8_workspace_size(nb::handle a_, nb::handle b_, nb::handle sa, nb::
 // ---- quantization (python/deepwell/quant.py allocates the outputs and builds the descriptors)
 
 void quantize(nb::handle x, nb::handle data, nb::handle scales, nb::handle tensor_scale,
-              nb::handle data_t, nb::handle scales_t, int32_t format, int32_t rule, bool pow2,
-              bool swizzle, uintptr_t stream) {
+              nb::handle data_t, nb::handle scales_t, nb::handle amax, int32_t format,
+              int32_t rule, bool pow2, bool swizzle, uintptr_t stream) {
   deepwell::QuantizeArgs a;
   a.x = parse(x, "x");
   a.data = parse(data, "data");
   a.scales = parse(scales, "scales");
-  Opt ots(tensor_scale, "tensor_scale"), odt(data_t, "data_t"), ost(scales_t, "scales_t");
+  Opt ots(tensor_scale, "tensor_scale"), odt(data_t, "data_t"), ost(scales_t, "scales_t"),
+      oam(amax, "amax");
   a.tensor_scale = ots.get();
+  a.amax = oam.get();
   a.data_t = odt.get();
   a.scales_t = ost.get();
   a.config = {static_cast<deepwell::QuantFormat>(format), static_cast<deepwell::ScaleRule>(rule),
@@ -369,8 +371,8 @@ NB_MODULE(_C, m) {
         "scale_a"_a.none(), "scale_b"_a.none(), "scaling"_a, "d"_a.none(), "c"_a.none(),
         "bias"_a.none(), "residual"_a.none(), "alpha"_a, "beta"_a, "activation"_a);
   m.def("quantize", &quantize, "x"_a.none(), "data"_a.none(), "scales"_a.none(),
-        "tensor_scale"_a.none(), "data_t"_a.none(), "scales_t"_a.none(), "format"_a, "rule"_a,
-        "pow2_scales"_a, "swizzle"_a, "stream"_a);
+        "tensor_scale"_a.none(), "data_t"_a.none(), "scales_t"_a.none(), "amax"_a.none(),
+        "format"_a, "rule"_a, "pow2_scales"_a, "swizzle"_a, "stream"_a);
   m.def("dequantize", &dequantize, "data"_a.none(), "scales"_a.none(), "tensor_scale"_a.none(),
         "out"_a.none(), "format"_a, "swizzle"_a, "stream"_a);
   m.def("quantize_shapes", &quantize_shapes, "format"_a, "swizzle"_a, "transpose"_a, "shape"_a);

@@ -288,10 +288,11 @@ dw_status dw_gemm_fp8_workspace_size(const dw_gemm_fp8_args* a, size_t* bytes) {
 dw_status dw_quantize(const dw_quantize_args* a, void* stream) {
   return guarded([&]() -> Status {
     const char* op = "quantize";
-    DW_TRY(check_struct(op, a, a ? a->struct_size : 0, sizeof(dw_quantize_args)));
+    // `amax` was appended: callers passing the older, shorter struct_size get none.
+    DW_TRY(check_struct(op, a, a ? a->struct_size : 0, offsetof(dw_quantize_args, amax)));
     deepwell::QuantizeArgs args;
-    TensorView ts, dt, st;
-    bool has_ts, has_dt, has_st, present;
+    TensorView ts, dt, st, am;
+    bool has_ts, has_dt, has_st, has_am = false, present;
     DW_TRY(to_view(op, "x", a->x, true, &args.x, &present));
     DW_TRY(to_view(op, "data", a->data, true, &args.data, &present));
     DW_TRY(to_view(op, "scales", a->scales, true, &args.scales, &present));
@@ -301,6 +302,10 @@ dw_status dw_quantize(const dw_quantize_args* a, void* stream) {
     args.tensor_scale = has_ts ? &ts : nullptr;
     args.data_t = has_dt ? &dt : nullptr;
     args.scales_t = has_st ? &st : nullptr;
+    if (a->struct_size >= sizeof(dw_quantize_args)) {
+      DW_TRY(to_view(op, "amax", a->amax, false, &am, &has_am));
+    }
+    args.amax = has_am ? &am : nullptr;
     args.config = {static_cast<deepwell::QuantFormat>(a->format),
                    static_cast<deepwell::ScaleRule>(a->rule), a->pow2_scales != 0, a->swizzle != 0};
     return deepwell::quantize(args, {stream, nullptr, 0});

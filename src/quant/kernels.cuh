@@ -74,6 +74,12 @@ __device__ __forceinline__ void load_chunk_strided(const In* p, int64_t stride, 
   for (int i = 0; i < kChunk; ++i) v[i] = i < n ? to_f32(p[i * stride]) : 0.0f;
 }
 
+// The per-tensor amax (kFp8Tensor, kNvfp4) as the bits of a non-negative float: either reduced
+// by amax_kernel (already non-negative) or the caller's amax, whose sign is dropped here.
+__device__ __forceinline__ uint32_t tensor_amax_bits(const uint32_t* amax) {
+  return *amax & 0x7fffffffu;
+}
+
 __device__ __forceinline__ uint32_t chunk_amax(const float (&v)[kChunk]) {
   uint32_t m = 0;
 #pragma unroll

@@ -71,6 +71,7 @@ struct Problem {
   bool has_transposed = false;
   Target transposed;
   float* tensor_scale = nullptr;  // kFp8Tensor: == main.scales; kNvfp4: the tensor scale
+  const float* given_amax = nullptr;  // the caller's amax (QuantizeArgs::amax), or null
 };
 
 struct DequantProblem {

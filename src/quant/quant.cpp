@@ -219,6 +219,17 @@ Status check_tensor_scale(std::string_view op, const TensorView* ts, QuantFormat
                       "the nvfp4 tensor scale");
 }
 
+// The optional caller amax: kFp8Tensor and kNvfp4 only, f32 (1) on x's device.
+Status check_amax(std::string_view op, const TensorView* amax, QuantFormat f, Device dev) {
+  if (amax == nullptr) return Status::Ok();
+  if (f != QuantFormat::kFp8Tensor && f != QuantFormat::kNvfp4) {
+    return arg_error(op, "amax", "none for " + std::string(quant_format_name(f)) +
+                                     " (only fp8_tensor and nvfp4 scale by a tensor amax)",
+                     "a tensor");
+  }
+  return check_tensor(op, "amax", *amax, {DType::kF32}, dev, one_element(), "the tensor amax");
+}
+
 Status check_disjoint(std::string_view op, const std::vector<std::pair<const char*, const TensorView*>>& outs,
                       const TensorView& input, std::string_view input_name) {
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -277,7 +288,9 @@ Status quantize_impl(const QuantizeArgs& a, const Context& ctx) {
       outs.push_back({"scales_t", a.scales_t});
     }
   }
+  DW_TRY(check_amax(op, a.amax, a.config.format, dev));
   DW_TRY(check_disjoint(op, outs, a.x, "x"));
+  if (a.amax) DW_TRY(check_disjoint(op, outs, *a.amax, "amax"));
 
   quant::Problem p;
   p.device = dev;
@@ -294,6 +307,7 @@ Status quantize_impl(const QuantizeArgs& a, const Context& ctx) {
   p.main.scales = a.scales.data;
   if (p.format == QuantFormat::kFp8Tensor) p.tensor_scale = static_cast<float*>(a.scales.data);
   if (p.format == QuantFormat::kNvfp4) p.tensor_scale = static_cast<float*>(a.tensor_scale->data);
+  if (a.amax) p.given_amax = static_cast<const float*>(a.amax->data);
   if (transpose) {
     p.has_transposed = true;
     quant::Matrix& xt = p.transposed.x;

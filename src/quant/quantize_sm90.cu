@@ -10,6 +10,7 @@
 //    passes: the amax is reduced with atomicMax into the tensor-scale output itself (as the bits of
 //    a non-negative float, whose integer order is the float order, NaN above Inf), the encoding
 //    kernels read it, and a last one-thread kernel turns it into the scale. No workspace needed.
+//    With the caller's amax (QuantizeArgs::amax) the reduction is skipped: one pass over x.
 // Calls with the transposed copy (both outputs from one tiled pass) and 128x128 blocks live in
 // quantize_transpose_sm90.cu.
 #include <type_traits>
@@ -58,14 +59,14 @@ __global__ void __launch_bounds__(256) quantize_groups_kernel(const GroupParams 
   const int64_t si = group_scale_offset(p.swizzle, p.C, r, c0 >> p.block_shift);
   switch (p.format) {
     case QuantFormat::kFp8Tensor:
-      cs.s = fp32_scale(*p.amax, info, p.pow2);
+      cs.s = fp32_scale(tensor_amax_bits(p.amax), info, p.pow2);
       break;
     case QuantFormat::kFp8Block1x128:
       cs.s = fp32_scale(amax, info, p.pow2);
       if (writer) static_cast<float*>(p.scales)[si] = cs.s;
       break;
     case QuantFormat::kNvfp4:
-      cs = {ChunkScale::kNvfp4, nvfp4_tensor_scale(*p.amax), 0};
+      cs = {ChunkScale::kNvfp4, nvfp4_tensor_scale(tensor_amax_bits(p.amax)), 0};
       cs.sb = nvfp4_block_scale(amax, cs.s);
       if (writer) static_cast<uint8_t*>(p.scales)[si] = cs.sb;
       break;
@@ -179,9 +180,11 @@ __global__ void __launch_bounds__(256) amax_kernel(const In* x, int64_t n, uint3
   if (threadIdx.x == 0 && m != 0) atomicMax(amax, m);
 }
 
-// The amax bits in `slot` become the scale (kFp8Tensor) or s_t (kNvfp4).
-__global__ void finalize_tensor_scale(float* slot, QuantFormat f, Elem e, bool pow2) {
-  const uint32_t amax = fbits(*slot);
+// The amax (the bits reduced into `slot`, or the caller's `given`) becomes the scale (kFp8Tensor)
+// or s_t (kNvfp4) in `slot`.
+__global__ void finalize_tensor_scale(float* slot, const float* given, QuantFormat f, Elem e,
+                                      bool pow2) {
+  const uint32_t amax = fbits(given ? fabsf(*given) : *slot);
   *slot = f == QuantFormat::kNvfp4 ? nvfp4_tensor_scale(amax) : fp32_scale(amax, elem_info(e), pow2);
 }
 
@@ -310,18 +313,22 @@ Status quantize_cuda(const Problem& p, const Context& ctx) {
   DW_TRY(zero_swizzle_padding(p, p.main, stream));
   if (p.has_transposed) DW_TRY(zero_swizzle_padding(p, p.transposed, stream));
   const bool tensor_amax = p.format == QuantFormat::kFp8Tensor || p.format == QuantFormat::kNvfp4;
+  // The encoding kernels read the amax bits from the tensor-scale output, where launch_amax
+  // reduces them, or straight from the caller's amax (one read of x).
   auto* amax = reinterpret_cast<uint32_t*>(p.tensor_scale);
-  if (tensor_amax) DW_TRY(launch_amax(p, amax, stream, info->sm_count));
+  if (tensor_amax && p.given_amax == nullptr) DW_TRY(launch_amax(p, amax, stream, info->sm_count));
+  const uint32_t* amax_in = p.given_amax ? reinterpret_cast<const uint32_t*>(p.given_amax) : amax;
 
   if (p.format == QuantFormat::kFp8Block128x128) {
     DW_TRY(launch_block128(p, info->sm_count, stream));  // writes the transposed copy too
   } else if (p.has_transposed) {
-    DW_TRY(launch_transposed(p, amax, info->sm_count, stream));  // data and data_t, one pass
+    DW_TRY(launch_transposed(p, amax_in, info->sm_count, stream));  // data and data_t, one pass
   } else {
-    DW_TRY(launch_rows(p, amax, stream));
+    DW_TRY(launch_rows(p, amax_in, stream));
   }
   if (tensor_amax) {
-    finalize_tensor_scale<<<1, 1, 0, stream>>>(p.tensor_scale, p.format, p.elem, p.pow2);
+    finalize_tensor_scale<<<1, 1, 0, stream>>>(p.tensor_scale, p.given_amax, p.format, p.elem,
+                                               p.pow2);
     DW_TRY(detail::last_launch_status("quantize"));
   }
   return Status::Ok();

@@ -24,10 +24,11 @@
 //     single-byte stores per lane, each to a different row).
 // Scales and codes come from codec.hpp through encode_chunk, exactly as the row kernels.
 //
-// kFp8Tensor reads the tensor amax of launch_amax (quantize_sm90.cu); kFp8Row first reduces the
-// row and the column amaxes of x in one pass (rowcol_amax_kernel, atomicMax into the two scale
-// outputs), converts them to scales in place, then the tile kernel encodes with them: two reads of
-// x instead of one, bound to about (in + out) / (2 in + out) of copy bandwidth.
+// kFp8Tensor and kNvfp4 read the tensor amax of launch_amax (quantize_sm90.cu) or the caller's;
+// kFp8Row first reduces the row and the column amaxes of x in one pass (rowcol_amax_kernel,
+// atomicMax into the two scale outputs), converts them to scales in place, then the tile kernel
+// encodes with them: two reads of x instead of one, bound to about (in + out) / (2 in + out) of
+// copy bandwidth.
 #include <type_traits>
 
 #include "core/validate.hpp"
@@ -176,8 +177,10 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
                        !block128;  // columns have group scales (their amax pass is needed)
 
   float fixed_s = 0.0f;  // kFp8Tensor: the scale; kNvfp4: s_t
-  if (p.format == QuantFormat::kFp8Tensor) fixed_s = fp32_scale(*p.amax, elem_info(E), p.pow2);
-  if (p.format == QuantFormat::kNvfp4) fixed_s = nvfp4_tensor_scale(*p.amax);
+  if (p.format == QuantFormat::kFp8Tensor) {
+    fixed_s = fp32_scale(tensor_amax_bits(p.amax), elem_info(E), p.pow2);
+  }
+  if (p.format == QuantFormat::kNvfp4) fixed_s = nvfp4_tensor_scale(tensor_amax_bits(p.amax));
   const int tpg = p.block / kChunk;  // chunks per scale group: 1, 2 or 8
 
   // Rows [r0, r_end) of row tile t.

@@ -2,6 +2,7 @@
 // docs/formats.md through the scalar codecs of codec.hpp, which the CUDA kernels share. Rows are
 // processed in parallel; each row is widened to fp32 once.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -154,7 +155,7 @@ void quantize_target(const Problem& p, const Target& t, float tensor_value) {
 Status quantize_cpu(const Problem& p) {
   float tensor_value = 0.0f;
   if (p.format == QuantFormat::kFp8Tensor || p.format == QuantFormat::kNvfp4) {
-    const uint32_t amax = matrix_amax(p.main.x);
+    const uint32_t amax = p.given_amax ? fbits(std::fabs(*p.given_amax)) : matrix_amax(p.main.x);
     tensor_value = p.format == QuantFormat::kNvfp4 ? nvfp4_tensor_scale(amax)
                                                    : fp32_scale(amax, elem_info(p.elem), p.pow2);
     *p.tensor_scale = tensor_value;

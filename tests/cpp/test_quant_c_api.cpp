@@ -1,5 +1,6 @@
 // The quantization entry points of the C ABI: dw_quantize, dw_dequantize, dw_quantize_shapes.
 #include <cmath>
+#include <cstddef>
 #include <string>
 
 #include "deepwell/deepwell.h"
@@ -61,6 +62,33 @@ TEST(QuantCApi, StructSizeChecked) {
   dw_quant_shapes s{};
   const int64_t xs[1] = {32};
   EXPECT_EQ(dw_quantize_shapes(DW_QUANT_MXFP8, 0, 0, xs, 1, &s), DW_STATUS_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_has("struct_size"));
+}
+
+// dw_quantize_args grew `amax`: the older struct_size is still accepted (and no amax read).
+TEST(QuantCApi, GivenAmaxAndOlderStructSize) {
+  const int64_t xs[2] = {4, 32}, one[1] = {1};
+  float x[4 * 32], scale = 0.0f, amax = 896.0f;
+  for (int i = 0; i < 4 * 32; ++i) x[i] = std::sin(0.37f * i) * 300.0f;
+  uint8_t data[4 * 32];
+  dw_tensor tx{x, xs, nullptr, 2, DW_DTYPE_F32, DW_DEVICE_CPU, 0};
+  dw_tensor td{data, xs, nullptr, 2, DW_DTYPE_E4M3, DW_DEVICE_CPU, 0};
+  dw_tensor ts{&scale, one, nullptr, 1, DW_DTYPE_F32, DW_DEVICE_CPU, 0};
+  dw_tensor ta{&amax, one, nullptr, 1, DW_DTYPE_F32, DW_DEVICE_CPU, 0};
+  dw_quantize_args q{};
+  q.struct_size = sizeof q;
+  q.x = &tx;
+  q.data = &td;
+  q.scales = &ts;
+  q.amax = &ta;
+  q.format = DW_QUANT_FP8_TENSOR;
+  ASSERT_EQ(dw_quantize(&q, nullptr), DW_STATUS_OK) << dw_last_error();
+  EXPECT_EQ(scale, 2.0f);  // 896 / 448
+  q.struct_size = offsetof(dw_quantize_args, amax);
+  ASSERT_EQ(dw_quantize(&q, nullptr), DW_STATUS_OK) << dw_last_error();
+  EXPECT_LT(scale, 300.0f / 448.0f + 1e-6f);  // x's own amax: the given one was not read
+  q.struct_size = offsetof(dw_quantize_args, amax) - 1;
+  EXPECT_EQ(dw_quantize(&q, nullptr), DW_STATUS_INVALID_ARGUMENT);
   EXPECT_TRUE(error_has("struct_size"));
 }
 

@@ -41,7 +41,8 @@ struct Quantized {
     return t;
   }
 
-  Quantized(const TensorView& x, QuantConfig c, DType elem_dtype, bool transpose = false)
+  Quantized(const TensorView& x, QuantConfig c, DType elem_dtype, bool transpose = false,
+            const float* amax = nullptr)
       : cfg(c), elem(elem_dtype) {
     Shape xs;
     xs.ndim = x.ndim;
@@ -61,6 +62,11 @@ struct Quantized {
     a.scales = vscales;
     a.config = c;
     if (shapes.has_tensor_scale) a.tensor_scale = &vts;
+    TensorView vamax;
+    if (amax != nullptr) {
+      vamax = TensorView::contiguous(const_cast<float*>(amax), DType::kF32, {1});
+      a.amax = &vamax;
+    }
     if (transpose) {
       a.data_t = &vdata_t;
       if (shapes.scales_t.ndim) a.scales_t = &vscales_t;
@@ -298,6 +304,56 @@ TEST(QuantReference, Nvfp4) {
   Quantized n(f32_view(x, {R, K}), cfg(QuantFormat::kNvfp4), DType::kE2M1);
   EXPECT_TRUE(std::isnan(n.tscale()));
   for (float v : n.dequant()) EXPECT_TRUE(std::isnan(v));
+}
+
+// A caller-given amax (delayed scaling): the scale comes from |amax| by the same rule; the amax of
+// x itself gives exactly the default result; a smaller one saturates the largest elements.
+TEST(QuantReference, GivenAmax) {
+  std::mt19937_64 rng(dwtest::test_seed());
+  const int64_t R = 32, K = 48;
+  auto x = randn(R * K, rng);
+  x[7 * K + 5] = -20.0f;  // the tensor amax
+  const float own = 20.0f, neg_double = -40.0f, quarter = 5.0f, nan = NAN;
+
+  Quantized t(f32_view(x, {R, K}), cfg(QuantFormat::kFp8Tensor), DType::kE4M3, true);
+  Quantized t_own(f32_view(x, {R, K}), cfg(QuantFormat::kFp8Tensor), DType::kE4M3, true, &own);
+  EXPECT_EQ(t_own.scales, t.scales);
+  EXPECT_EQ(t_own.data, t.data);
+  EXPECT_EQ(t_own.data_t, t.data_t);
+  Quantized t2(f32_view(x, {R, K}), cfg(QuantFormat::kFp8Tensor), DType::kE4M3, false, &neg_double);
+  EXPECT_EQ(t2.f32_scale(0), 40.0f / 448.0f);  // the sign of the given amax is dropped
+  for (int64_t i = 0; i < R * K; ++i) {
+    ASSERT_EQ(t2.code(i), quant::encode_scaled(quant::Elem::kE4M3, x[i], 40.0f / 448.0f)) << i;
+  }
+  Quantized tq(f32_view(x, {R, K}), cfg(QuantFormat::kFp8Tensor), DType::kE4M3, false, &quarter);
+  EXPECT_EQ(tq.f32_scale(0), 5.0f / 448.0f);
+  EXPECT_EQ(tq.code(7 * K + 5), 0xfe);  // -20 saturates to -448 (e4m3 code 0xfe)
+  Quantized tn(f32_view(x, {R, K}), cfg(QuantFormat::kFp8Tensor), DType::kE4M3, false, &nan);
+  EXPECT_TRUE(std::isnan(tn.f32_scale(0)));
+
+  Quantized n(f32_view(x, {R, K}), cfg(QuantFormat::kNvfp4), DType::kE2M1);
+  Quantized n_own(f32_view(x, {R, K}), cfg(QuantFormat::kNvfp4), DType::kE2M1, false, &own);
+  EXPECT_EQ(n_own.tensor_scale, n.tensor_scale);
+  EXPECT_EQ(n_own.scales, n.scales);
+  EXPECT_EQ(n_own.data, n.data);
+  // amax 5 for a tensor whose amax is 20: block scales above 448 clamp to 448.
+  Quantized nq(f32_view(x, {R, K}), cfg(QuantFormat::kNvfp4), DType::kE2M1, false, &quarter);
+  const float s_t = nq.tscale();
+  EXPECT_EQ(s_t, 5.0f / 2688.0f);
+  for (int64_t r = 0; r < R; ++r) {
+    for (int64_t g = 0; g < K / 16; ++g) {
+      float amax = 0;
+      for (int64_t c = g * 16; c < g * 16 + 16; ++c) amax = std::max(amax, std::fabs(x[r * K + c]));
+      const float v = std::min(448.0f, std::max(0.015625f, (amax / 6.0f) / s_t));
+      const uint8_t sb = nq.scales[r * (K / 16) + g];
+      ASSERT_EQ(sb, quant::encode_e4m3(v));
+      const float d = s_t * quant::decode_e4m3(sb);
+      for (int64_t c = g * 16; c < g * 16 + 16; ++c) {
+        ASSERT_EQ(nq.code(r * K + c), quant::encode_e2m1(x[r * K + c] / d));
+      }
+    }
+  }
+  EXPECT_EQ(nq.code(7 * K + 5), 0xf);  // -20 saturates to -6 * s_b * s_t
 }
 
 // Round trips: decode(encode(x)) is within half a unit of the element format, relative to the

@@ -203,6 +203,48 @@ TEST(QuantValidation, TensorScaleShape) {
   expect_error(q.run(), StatusCode::kInvalidArgument, "tensor_scale", "shape [1]");
 }
 
+TEST(QuantValidation, AmaxOnlyForTensorScaledFormats) {
+  Q q;
+  TensorView am = TensorView::contiguous(q.ts, DType::kF32, {1});
+  q.a.amax = &am;
+  expect_error(q.run(), StatusCode::kInvalidArgument, "amax", "only fp8_tensor and nvfp4");
+  Q n;
+  n.nvfp4();
+  float given = 3.0f;
+  TensorView ok = TensorView::contiguous(&given, DType::kF32, {1});
+  n.a.amax = &ok;
+  EXPECT_TRUE(n.run().ok()) << n.run().message();
+}
+
+TEST(QuantValidation, AmaxDtypeAndShape) {
+  Q q;
+  q.nvfp4();
+  float given[2] = {3.0f, 4.0f};
+  TensorView am = TensorView::contiguous(given, DType::kF16, {1});
+  q.a.amax = &am;
+  expect_error(q.run(), StatusCode::kInvalidDType, "amax", "f32");
+  am = TensorView::contiguous(given, DType::kF32, {2});
+  expect_error(q.run(), StatusCode::kInvalidArgument, "amax", "shape [1]");
+}
+
+TEST(QuantValidation, AmaxDevice) {
+  Q q;
+  q.nvfp4();
+  float given = 3.0f;
+  TensorView am = TensorView::contiguous(&given, DType::kF32, {1});
+  am.device = Device{DeviceType::kCUDA, 0};
+  q.a.amax = &am;
+  expect_error(q.run(), StatusCode::kInvalidArgument, "amax", "a tensor on cpu");
+}
+
+TEST(QuantValidation, OutputOverlapsAmax) {
+  Q q;
+  q.nvfp4();
+  TensorView am = TensorView::contiguous(q.ts, DType::kF32, {1});  // the tensor-scale output
+  q.a.amax = &am;
+  expect_error(q.run(), StatusCode::kInvalidArgument, "tensor_scale", "disjoint from 'amax'");
+}
+
 TEST(QuantValidation, ScalesTWithoutDataT) {
   Q q;
   q.a.data_t = nullptr;

@@ -102,8 +102,9 @@ def encode_f32_scaled(v, s, elem):
     return encode(np.float32(v) / np.float32(s), elem)
 
 
-def oracle_quantize(x, fmt, elem="e4m3", rule="floor", pow2=False):
-    """Codes (unpacked, x's shape), scales (row-major), tensor scale."""
+def oracle_quantize(x, fmt, elem="e4m3", rule="floor", pow2=False, given_amax=None):
+    """Codes (unpacked, x's shape), scales (row-major), tensor scale. given_amax: the caller's
+    tensor amax (fp8_tensor, nvfp4), used by its magnitude instead of x's."""
     x = np.asarray(x, dtype=np.float32)
     if fmt in ("mxfp4", "nvfp4"):
         elem = "e2m1"
@@ -114,7 +115,7 @@ def oracle_quantize(x, fmt, elem="e4m3", rule="floor", pow2=False):
     codes = np.zeros((R, K), np.uint8)
     ts = None
     if fmt == "fp8_tensor":
-        s = fp32_scale(amax(x2), elem, pow2)
+        s = fp32_scale(amax(x2) if given_amax is None else abs(np.float32(given_amax)), elem, pow2)
         codes = encode_f32_scaled(x2, s, elem)
         scales = np.array([s], np.float32)
     elif fmt == "fp8_row":
@@ -161,7 +162,7 @@ def oracle_quantize(x, fmt, elem="e4m3", rule="floor", pow2=False):
                     codes[r, g * 32:(g + 1) * 32] = encode(np.float64(blk) * 2.0 ** (127 - b), elem)
         scales = scales.reshape(lead + (C,))
     else:  # nvfp4
-        a_t = np.float32(amax(x2))
+        a_t = np.float32(amax(x2) if given_amax is None else abs(np.float32(given_amax)))
         ts = QNAN if not np.isfinite(a_t) else max(np.float32(a_t / np.float32(2688.0)), F32_MIN)
         C = K // 16
         scales = np.zeros((R, C), np.uint8)
@@ -393,6 +394,39 @@ def tie_input(fmt, elem):
     return np.concatenate([x, np.zeros(pad, np.float32)]).reshape(1, -1)
 
 
+@pytest.mark.parametrize("fmt,elem", [("fp8_tensor", "e4m3"), ("fp8_tensor", "e5m2"),
+                                      ("nvfp4", "e4m3")])
+@pytest.mark.parametrize("factor", [1.0, 3.0, -2.0, 0.25, 0.0])
+def test_given_amax_matches_oracle(fmt, elem, factor, seed):
+    """amax= (delayed scaling): the scale comes from |amax|; x's own amax gives the default
+    result; a smaller one saturates; 0 gives the smallest scale."""
+    rng = np.random.default_rng(seed)
+    x = make_input((37, 96), rng, nonfinite=False)
+    own = amax(x)
+    given = np.array([own * factor], np.float32)
+    for xin, am in ((x, given), (torch.from_numpy(x), torch.from_numpy(given)),
+                    (torch.from_numpy(x), torch.tensor(float(given[0])))):  # 0-d accepted
+        res = deepwell.quantize(xin, fmt, elem=elem, amax=am)
+        with np.errstate(over="ignore"):  # amax 0: x / 2^-126 overflows, then saturates
+            codes, scales, ts = oracle_quantize(x, fmt, elem, given_amax=given[0])
+        np.testing.assert_array_equal(codes_of(res[0], fmt), codes, err_msg=f"{fmt} {factor}")
+        if fmt == "nvfp4":
+            np.testing.assert_array_equal(scales_of(res[1]), scales)
+            np.testing.assert_array_equal(f32_bits(scales_of(res[2])), f32_bits(ts))
+        else:
+            np.testing.assert_array_equal(f32_bits(scales_of(res[1])), f32_bits(scales))
+    if factor == 1.0:
+        default = deepwell.quantize(x, fmt, elem=elem)
+        for a, b in zip(res, default):
+            np.testing.assert_array_equal(scales_of(a) if isinstance(a, torch.Tensor) else a,
+                                          scales_of(b))
+        xt = np.ascontiguousarray(x[:32])  # the transposed copy of nvfp4 needs R % 16 == 0
+        t = deepwell.quantize(xt, fmt, elem=elem, amax=np.array([amax(xt)]), transpose=True)
+        t0 = deepwell.quantize(xt, fmt, elem=elem, transpose=True)
+        for a, b in zip(t, t0):
+            np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("fmt,elem,rule", cases())
 def test_ties_round_to_even_in_every_format(fmt, elem, rule):
     x = tie_input(fmt, elem)
@@ -506,6 +540,10 @@ X = np.zeros((4, 64), np.float32)
     (lambda: deepwell.quantize(X, "fp8_row", rule="rceil"), ValueError, "rule"),
     (lambda: deepwell.quantize(X, "mxfp8", pow2_scales=True), ValueError, "pow2_scales"),
     (lambda: deepwell.quantize(np.zeros((64,), np.float32), "128x128"), ValueError, "x"),
+    (lambda: deepwell.quantize(X, "mxfp8", amax=np.ones(1, np.float32)), ValueError, "amax"),
+    (lambda: deepwell.quantize(X, "fp8_tensor", amax=np.ones(2, np.float32)), ValueError, "amax"),
+    (lambda: deepwell.quantize(X, "fp8_tensor", amax=np.ones(1, np.float16)), TypeError, "amax"),
+    (lambda: deepwell.quantize(X, "fp8_tensor", amax=1.0), TypeError, "amax"),
     (lambda: deepwell.dequantize(np.zeros((4, 64), np.uint8), np.zeros((4, 3), np.uint8)),
      ValueError, "scales"),
     (lambda: deepwell.dequantize(np.zeros((4, 32), np.uint8), np.zeros((4, 4), np.uint8), "nvfp4"),

@@ -91,6 +91,27 @@ def test_nonfinite_tensor_amax(fmt, seed):
     assert_same(deepwell.quantize(x.cuda(), fmt), deepwell.quantize(x, fmt), fmt)
 
 
+@pytest.mark.parametrize("fmt", ["fp8_tensor", "nvfp4"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("transpose", [False, True])
+def test_given_amax_bit_identical(fmt, dtype, transpose, seed):
+    """amax= (one pass over x) against the CPU reference with the same amax; x's own amax,
+    reduced on the GPU, reproduces the default two-pass result."""
+    gen = torch.Generator().manual_seed(seed)
+    for shape in ([(64, 96), (256, 1024), (4096, 4096)] if transpose else
+                  [(1, 16), (7, 48), (3, 5, 272), (1000, 1024)]):
+        x = make_input(shape, gen, nonfinite=False).to(dtype)
+        xg = x.cuda()
+        own = xg.abs().amax().float()
+        for factor in (1.0, 0.25, -3.0):
+            kw = dict(transpose=transpose, amax=(own * factor).reshape(1))
+            gpu = deepwell.quantize(xg, fmt, **kw)
+            cpu = deepwell.quantize(x, fmt, **dict(kw, amax=kw["amax"].cpu()))
+            assert_same(gpu, cpu, f"{fmt} {dtype} {shape} amax x{factor}")
+        assert_same(deepwell.quantize(xg, fmt, transpose=transpose, amax=own),
+                    deepwell.quantize(xg, fmt, transpose=transpose), f"{fmt} {shape} own amax")
+
+
 @pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_row", "fp8_block1x128"])
 def test_pow2_scales_bit_identical(fmt, seed):
     gen = torch.Generator().manual_seed(seed)
