@@ -107,10 +107,21 @@ class [[nodiscard]] Status {
 // Where and how an op runs. GPU ops launch only on `stream` (a cudaStream_t; null = the legacy
 // default stream), never synchronize it, and take scratch memory only from `workspace`; an op that
 // needs scratch reports its size through its *_workspace_size function.
+//
+// Instead of a workspace, a caller with a stream-ordered allocator (PyTorch's caching allocator,
+// cudaMallocAsync) may pass `allocate_workspace`: when `workspace` is null, an op that can use
+// scratch calls it once, on the calling thread, with the bytes its chosen plan uses and
+// `allocator_user`, and runs in the memory returned (at least 256-byte aligned, usable by work
+// enqueued on `stream`; the caller frees it after the call returns, in stream order). This saves
+// the separate size query. A null return fails the call with kOutOfMemory.
+using WorkspaceAllocator = void* (*)(size_t bytes, void* user);
+
 struct Context {
   void* stream = nullptr;
   void* workspace = nullptr;
   size_t workspace_size = 0;
+  WorkspaceAllocator allocate_workspace = nullptr;
+  void* allocator_user = nullptr;
 };
 
 // Library version, e.g. "0.1.0".

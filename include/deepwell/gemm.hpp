@@ -39,7 +39,8 @@ DEEPWELL_API Status gemm(const GemmArgs& args, const Context& ctx = {});
 // Scratch bytes gemm() can use for these arguments (0 for CPU tensors). Passing at least this much
 // in Context::workspace lets the CUDA path split K over more SMs for small outputs (split-K /
 // stream-K) and run layouts that have no kernel of their own (via a transposed copy of an operand);
-// the latter fail with kInvalidArgument naming 'workspace' when it is too small.
+// the latter fail with kInvalidArgument naming 'workspace' when it is too small. A Context with
+// allocate_workspace and no workspace gets exactly this much from the allocator, without the query.
 DEEPWELL_API Status gemm_workspace_size(const GemmArgs& args, size_t* bytes);
 
 // ------------------------------------------------------------------------------------ fp8 GEMM

@@ -28,22 +28,28 @@ def is_torch(x) -> bool:
     return isinstance(x, _TorchTensor)
 
 
-def _torch_code(dtype) -> int:
+def _init_torch_codes() -> dict:
     global _torch_codes
-    if _torch_codes is None:
-        import torch
+    import torch
 
-        codes = {torch.float32: F32, torch.float16: F16, torch.bfloat16: BF16, torch.int32: I32,
-                 torch.uint8: U8}
-        for name, code in (("float8_e4m3fn", E4M3), ("float8_e5m2", E5M2),
-                           ("float8_e8m0fnu", UE8M0)):
-            if hasattr(torch, name):
-                codes[getattr(torch, name)] = code
-        _torch_codes = codes
-    code = _torch_codes.get(dtype)
+    codes = {torch.float32: F32, torch.float16: F16, torch.bfloat16: BF16, torch.int32: I32,
+             torch.uint8: U8}
+    for name, code in (("float8_e4m3fn", E4M3), ("float8_e5m2", E5M2),
+                       ("float8_e8m0fnu", UE8M0)):
+        if hasattr(torch, name):
+            codes[getattr(torch, name)] = code
+    _torch_codes = codes
+    return codes
+
+
+def _dtype_error(dtype) -> str:
+    return f"expected a tensor of float32, float16, bfloat16, fp8, int32 or uint8, got {dtype}"
+
+
+def _torch_code(dtype) -> int:
+    code = (_torch_codes or _init_torch_codes()).get(dtype)
     if code is None:
-        raise TypeError(f"expected a tensor of float32, float16, bfloat16, fp8, int32 or uint8, "
-                        f"got {dtype}")
+        raise TypeError(_dtype_error(dtype))
     return code
 
 
@@ -59,10 +65,9 @@ def describe(x, name: str):
         else:
             raise ValueError(f"argument '{name}': expected a CPU or CUDA tensor, "
                              f"got a tensor on {x.device}")
-        try:
-            code = _torch_code(x.dtype)
-        except TypeError as e:
-            raise TypeError(f"argument '{name}': {e}") from None
+        code = (_torch_codes or _init_torch_codes()).get(x.dtype)
+        if code is None:
+            raise TypeError(f"argument '{name}': {_dtype_error(x.dtype)}")
         return (x.data_ptr(), code, dev_type, dev, tuple(x.shape), x.stride())
     np = sys.modules.get("numpy")
     if np is not None and isinstance(x, np.ndarray):

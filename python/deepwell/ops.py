@@ -6,6 +6,8 @@ NotImplementedError with the library's message on bad input.
 """
 from __future__ import annotations
 
+import sys
+
 from . import _tensors as T
 
 _ACTIVATIONS = {"none": 0, "relu": 1, "gelu": 2, "gelu_erf": 2, "gelu_tanh": 3, "silu": 4}
@@ -179,22 +181,31 @@ def gemm(a, b, *, bias=None, c=None, alpha: float = 1.0, beta: float = 0.0,
     args = (T.describe(a, "a"), T.describe(b, "b"), T.describe(out, "out"), T.describe(c, "c"),
             T.describe(bias, "bias"), T.describe(residual, "residual"), float(alpha),
             float(beta), _ACTIVATIONS[activation])
-    native = _native()
-    native.gemm(*args, T.stream_of(a), _workspace(a, native.gemm_workspace_size, args))
+    _native().gemm(*args, T.stream_of(a), None, _workspace_allocator(a))
     return out
 
 
-def _workspace(like, size_fn, args):
-    """Scratch memory for a CUDA GEMM call (split-K partials, transposed operand copies), from the
-    caller's caching allocator on the current stream; None for CPU tensors or when none is needed."""
-    if not (T.is_torch(like) and like.is_cuda):
-        return None
-    size = size_fn(*args)
-    if size == 0:
-        return None
-    import torch
+def _alloc_workspace(nbytes: int, device: int):
+    """Scratch memory for one CUDA GEMM call (split-K partials, transposed operand copies), from
+    torch's caching allocator on the current stream. The native call asks for it once it has
+    chosen its plan, only when the plan uses scratch, and frees it on return (in stream order)."""
+    return sys.modules["torch"].empty(nbytes, dtype=_uint8(), device=device)
 
-    return T.describe(torch.empty(size, dtype=torch.uint8, device=like.device), "workspace")
+
+def _workspace_allocator(like):
+    return _alloc_workspace if T.is_torch(like) and like.is_cuda else None
+
+
+_U8 = None
+
+
+def _uint8():
+    global _U8
+    if _U8 is None:
+        import torch
+
+        _U8 = torch.uint8
+    return _U8
 
 
 _FP8_SCALING = {"tensor": 0, "row": 1, "block": 2, "mx": 3}
@@ -242,8 +253,7 @@ def gemm_fp8(a, b, scale_a, scale_b, *, granularity: str = "tensor", bias=None, 
             _scale_descriptor(scale_b, "scale_b", granularity), _FP8_SCALING[granularity],
             T.describe(out, "out"), T.describe(c, "c"), T.describe(bias, "bias"),
             T.describe(residual, "residual"), float(alpha), float(beta), _ACTIVATIONS[activation])
-    native = _native()
-    native.gemm_fp8(*args, T.stream_of(a), _workspace(a, native.gemm_fp8_workspace_size, args))
+    _native().gemm_fp8(*args, T.stream_of(a), None, _workspace_allocator(a))
     return out
 
 

@@ -171,6 +171,44 @@ deepwell::Context context(uintptr_t stream, nb::handle workspace) {
   return ctx;
 }
 
+// Context::allocate_workspace over a Python callable alloc(nbytes, device_index) -> a tensor
+// (torch.empty of uint8 on the current stream's caching allocator). The tensor is kept alive until
+// the binding returns; a Python exception raised by the callable is re-raised after the call.
+struct PyWorkspace {
+  nb::handle fn;
+  int device = 0;
+  nb::object tensor;
+  bool failed = false;
+
+  static void* allocate(size_t bytes, void* user) {
+    auto* self = static_cast<PyWorkspace*>(user);
+    try {
+      self->tensor = self->fn(bytes, self->device);
+      return reinterpret_cast<void*>(nb::cast<uintptr_t>(self->tensor.attr("data_ptr")()));
+    } catch (nb::python_error& e) {
+      e.restore();  // re-raised by finish()
+      self->failed = true;
+    } catch (const std::exception&) {
+      PyErr_SetString(PyExc_TypeError,
+                      "workspace allocator: expected a tensor with data_ptr() from alloc(n, device)");
+      self->failed = true;
+    }
+    return nullptr;
+  }
+  // Installs the allocator in `ctx` when a callable was given and no workspace tensor.
+  void install(deepwell::Context* ctx, nb::handle alloc, int device_index) {
+    if (alloc.is_none() || ctx->workspace != nullptr) return;
+    fn = alloc;
+    device = device_index;
+    ctx->allocate_workspace = &PyWorkspace::allocate;
+    ctx->allocator_user = this;
+  }
+  void finish(const Status& s) {
+    if (failed) throw nb::python_error();
+    check(s);
+  }
+};
+
 struct GemmViews {
   deepwell::GemmArgs g;
   Opt c, bias, residual;
@@ -191,10 +229,13 @@ struct GemmViews {
 
 void gemm(nb::handle a_, nb::handle b_, nb::handle d_, nb::handle c_, nb::handle bias_,
           nb::handle residual_, float alpha, float beta, int32_t activation, uintptr_t stream,
-          nb::handle workspace) {
+          nb::handle workspace, nb::handle alloc) {
   GemmViews v(a_, b_, d_, c_, bias_, residual_, alpha, beta, activation);
   const bool cpu = v.g.a.device.type == deepwell::DeviceType::kCPU;
-  check(run(cpu, [&] { return deepwell::gemm(v.g, context(stream, workspace)); }));
+  deepwell::Context ctx = context(stream, workspace);
+  PyWorkspace ws;
+  if (!cpu) ws.install(&ctx, alloc, v.g.a.device.index);
+  ws.finish(run(cpu, [&] { return deepwell::gemm(v.g, ctx); }));
 }
 
 size_t gemm_workspace_size(nb::handle a_, nb::handle b_, nb::handle d_, nb::handle c_,
@@ -230,10 +271,14 @@ struct GemmFp8Views {
 
 void gemm_fp8(nb::handle a_, nb::handle b_, nb::handle sa, nb::handle sb, int32_t scaling,
               nb::handle d_, nb::handle c_, nb::handle bias_, nb::handle residual_, float alpha,
-              float beta, int32_t activation, uintptr_t stream, nb::handle workspace) {
+              float beta, int32_t activation, uintptr_t stream, nb::handle workspace,
+              nb::handle alloc) {
   GemmFp8Views v(a_, b_, sa, sb, scaling, d_, c_, bias_, residual_, alpha, beta, activation);
   const bool cpu = v.g.a.device.type == deepwell::DeviceType::kCPU;
-  check(run(cpu, [&] { return deepwell::gemm_fp8(v.g, context(stream, workspace)); }));
+  deepwell::Context ctx = context(stream, workspace);
+  PyWorkspace ws;
+  if (!cpu) ws.install(&ctx, alloc, v.g.a.device.index);
+  ws.finish(run(cpu, [&] { return deepwell::gemm_fp8(v.g, ctx); }));
 }
 
 size_t gemm_fp8_workspace_size(nb::handle a_, nb::handle b_, nb::handle sa, nb::handle sb,
@@ -360,13 +405,13 @@ NB_MODULE(_C, m) {
         "window_right"_a, "stream"_a);
   m.def("gemm", &gemm, "a"_a.none(), "b"_a.none(), "d"_a.none(), "c"_a.none(), "bias"_a.none(),
         "residual"_a.none(), "alpha"_a, "beta"_a, "activation"_a, "stream"_a,
-        "workspace"_a.none() = nb::none());
+        "workspace"_a.none() = nb::none(), "alloc"_a.none() = nb::none());
   m.def("gemm_workspace_size", &gemm_workspace_size, "a"_a.none(), "b"_a.none(), "d"_a.none(),
         "c"_a.none(), "bias"_a.none(), "residual"_a.none(), "alpha"_a, "beta"_a, "activation"_a);
   m.def("gemm_fp8", &gemm_fp8, "a"_a.none(), "b"_a.none(), "scale_a"_a.none(),
         "scale_b"_a.none(), "scaling"_a, "d"_a.none(), "c"_a.none(), "bias"_a.none(),
         "residual"_a.none(), "alpha"_a, "beta"_a, "activation"_a, "stream"_a,
-        "workspace"_a.none() = nb::none());
+        "workspace"_a.none() = nb::none(), "alloc"_a.none() = nb::none());
   m.def("gemm_fp8_workspace_size", &gemm_fp8_workspace_size, "a"_a.none(), "b"_a.none(),
         "scale_a"_a.none(), "scale_b"_a.none(), "scaling"_a, "d"_a.none(), "c"_a.none(),
         "bias"_a.none(), "residual"_a.none(), "alpha"_a, "beta"_a, "activation"_a);

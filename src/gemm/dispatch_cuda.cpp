@@ -651,9 +651,22 @@ Status execute(const Problem& p, const Fp8Problem* f, const Context& ctx) {
   DW_TRY(guard.status());
   const detail::DeviceInfo* info = nullptr;
   DW_TRY(open_device(call.op, p, &info));
+  // With an allocator and no workspace, the preferred plan gets what it needs from the allocator:
+  // one planning pass instead of a size query followed by the call.
+  const bool allocate = ctx.workspace == nullptr && ctx.allocate_workspace != nullptr;
   size_t needed = 0;
-  DW_TRY(plan(&call, info->sm_count, ctx.workspace ? ctx.workspace_size : 0, &needed));
-  return run(&call, ctx);
+  DW_TRY(plan(&call, info->sm_count, allocate ? SIZE_MAX : (ctx.workspace ? ctx.workspace_size : 0),
+              &needed));
+  if (!allocate || needed == 0) return run(&call, ctx);
+  Context with_ws = ctx;
+  with_ws.workspace = ctx.allocate_workspace(needed, ctx.allocator_user);
+  if (with_ws.workspace == nullptr) {
+    return Status(StatusCode::kOutOfMemory, std::string(call.op) + ": the workspace allocator "
+                                                "returned no memory for " +
+                                                std::to_string(needed) + " bytes");
+  }
+  with_ws.workspace_size = needed;
+  return run(&call, with_ws);
 }
 
 Status workspace(const Problem& p, const Fp8Problem* f, size_t* bytes) {

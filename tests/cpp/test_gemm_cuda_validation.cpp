@@ -58,6 +58,22 @@ TEST(GemmCudaValidation, CrossOutputDtypeIsNotSupported) {
   expect_error(f.run(), StatusCode::kNotSupported, "d", "output for these operands");
 }
 
+// A workspace allocator is only asked for memory once the call is valid and planned.
+TEST(GemmCudaValidation, WorkspaceAllocatorNotCalledOnInvalidInput) {
+  SKIP_WITHOUT_CUDA_BUILD();
+  Fixture16 f;
+  f.g.a.data = f.a.bytes + 2;  // misaligned
+  int calls = 0;
+  Context ctx;
+  ctx.allocate_workspace = [](size_t, void* user) -> void* {
+    ++*static_cast<int*>(user);
+    return nullptr;
+  };
+  ctx.allocator_user = &calls;
+  expect_error(gemm(f.g, ctx), StatusCode::kInvalidArgument, "a", "16-byte aligned");
+  EXPECT_EQ(calls, 0);
+}
+
 TEST(GemmCudaValidation, EmptyReductionIsNotSupported) {
   SKIP_WITHOUT_CUDA_BUILD();
   Fixture16 f;

@@ -212,6 +212,51 @@ def test_small_outputs_split_k(m, n, k):
     assert rel_l2(out, reference(a, b)) <= 1e-2
 
 
+def test_workspace_allocator():
+    """deepwell.gemm takes its workspace from an allocator the native call invokes once, with the
+    bytes of the plan it chose (what gemm_workspace_size reports), only when the plan uses any;
+    the result equals the call with an explicit workspace; the allocator's errors propagate."""
+    from deepwell import _C
+    from deepwell import _tensors as T
+
+    def call_args(a, b, out):
+        return (T.describe(a, "a"), T.describe(b, "b"), T.describe(out, "out"), None, None, None,
+                1.0, 0.0, 0)
+
+    calls = []
+
+    def alloc(n, device):
+        calls.append((n, device))
+        return torch.empty(n, dtype=torch.uint8, device=device)
+
+    a, b = randn((128, 14336), torch.bfloat16), randn((1024, 14336), torch.bfloat16).t()
+    out, out2 = nan_out((128, 1024), torch.bfloat16), nan_out((128, 1024), torch.bfloat16)
+    args = call_args(a, b, out)
+    need = _C.gemm_workspace_size(*args)
+    assert need > 0  # split-K at this shape
+    _C.gemm(*args, T.stream_of(a), None, alloc)
+    assert calls == [(need, torch.cuda.current_device())]
+    ws = torch.empty(need, dtype=torch.uint8, device=DEV)
+    _C.gemm(*call_args(a, b, out2), T.stream_of(a), T.describe(ws, "workspace"))
+    assert rel_l2(out, out2) <= 1e-6
+    assert rel_l2(out, reference(a, b)) <= 1e-2
+
+    calls.clear()
+    big_a, big_b = randn((4096, 512), torch.bfloat16), randn((4096, 512), torch.bfloat16).t()
+    big = nan_out((4096, 4096), torch.bfloat16)
+    _C.gemm(*call_args(big_a, big_b, big), T.stream_of(big_a), None, alloc)
+    assert calls == []  # data-parallel: no workspace asked for
+    assert rel_l2(big, reference(big_a, big_b)) <= 1e-2
+
+    def out_of_memory(n, device):
+        raise MemoryError(f"no {n} bytes")
+
+    with pytest.raises(MemoryError, match="no"):
+        _C.gemm(*args, T.stream_of(a), None, out_of_memory)
+    with pytest.raises((AttributeError, TypeError)):
+        _C.gemm(*args, T.stream_of(a), None, lambda n, device: None)
+
+
 _FORCED_SCRIPT = r"""
 import torch, deepwell
 torch.manual_seed(0)
