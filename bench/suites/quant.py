@@ -119,7 +119,10 @@ def run(case: dict) -> dict:
         gen = gen_x
         fn = lambda x: dw.quantize(x, fmt, transpose=transpose)  # noqa: E731
         if given_amax:  # the amax comes with the input, reduced outside the timed call
-            gen = lambda seed: (lambda x: (x, x.abs().amax().float().reshape(1)))(gen_x(seed)[0])  # noqa: E731
+            def gen(seed):
+                x = gen_x(seed)[0]
+                return x, x.abs().amax().float().reshape(1)
+
             fn = lambda x, amax: dw.quantize(x, fmt, transpose=transpose, amax=amax)  # noqa: E731
         check = lambda out, args: _decoded_error(dw, out, args[0], fmt, transpose)  # noqa: E731
         tol = TOL.get(fmt, 0.05)

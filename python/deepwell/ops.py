@@ -189,23 +189,12 @@ def _alloc_workspace(nbytes: int, device: int):
     """Scratch memory for one CUDA GEMM call (split-K partials, transposed operand copies), from
     torch's caching allocator on the current stream. The native call asks for it once it has
     chosen its plan, only when the plan uses scratch, and frees it on return (in stream order)."""
-    return sys.modules["torch"].empty(nbytes, dtype=_uint8(), device=device)
+    torch = sys.modules["torch"]  # the caller passed torch tensors, so it is loaded
+    return torch.empty(nbytes, dtype=torch.uint8, device=device)
 
 
 def _workspace_allocator(like):
     return _alloc_workspace if T.is_torch(like) and like.is_cuda else None
-
-
-_U8 = None
-
-
-def _uint8():
-    global _U8
-    if _U8 is None:
-        import torch
-
-        _U8 = torch.uint8
-    return _U8
 
 
 _FP8_SCALING = {"tensor": 0, "row": 1, "block": 2, "mx": 3}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 from . import _tensors as T
-from .ops import _dtype_code
+from .ops import _dtype_code, _native
 
 FORMATS = {"fp8_tensor": 0, "fp8_row": 1, "fp8_block1x128": 2, "fp8_block128x128": 3,
            "mxfp8": 4, "mxfp4": 5, "nvfp4": 6}
@@ -22,18 +22,6 @@ _RULES = {"floor": 0, "rceil": 1}
 _ELEMS = {"e4m3": T.E4M3, "e5m2": T.E5M2}
 _FP4 = (5, 6)
 _MX_LIKE = (4, 5, 6)
-
-
-_C = None
-
-
-def _native():
-    global _C
-    if _C is None:
-        from . import _C as native
-
-        _C = native
-    return _C
 
 
 def _format(format) -> int:
