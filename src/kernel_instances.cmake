@@ -36,6 +36,8 @@ set(DEEPWELL_CUDA_SOURCES
   # gemm, sm_90a, deepwell's own fp8 main loop (src/gemm/fp8_sm90_kernel.cuh); rows of the same table
   src/gemm/fp8_sm90_inst_e4m3_kk_bf16_ws_128x192.cu
   src/gemm/fp8_sm90_inst_e4m3_kk_f16_ws_128x192.cu
+  src/gemm/fp8_sm90_inst_e4m3e5m2_kk_bf16_ws_128x192.cu
+  src/gemm/fp8_sm90_inst_e4m3e5m2_kk_f16_ws_128x192.cu
 
   # quant: memory-bound quantization kernels, one file per kernel family (src/quant/*_sm90.cu)
   src/quant/quantize_sm90.cu

@@ -87,6 +87,10 @@ template <>
 struct WgmmaOp<192, false> {
   using Op = cute::SM90::GMMA::MMA_64x192x32_F32E4M3E4M3_SS_TN<>;
 };
+template <>
+struct WgmmaOp<192, true> {
+  using Op = cute::SM90::GMMA::MMA_64x192x32_F32E4M3E5M2_SS_TN<>;
+};
 
 // d[0..kRegs) += A(64 x 32) * B(32 x N)^T, or = when `accumulate` is false.
 template <class Op, int kRegs, size_t... I>

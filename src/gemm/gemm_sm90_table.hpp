@@ -63,7 +63,9 @@ struct KernelSpec {
   X(e4m3e5m2_kk_bf16_128x128, kE4M3xE5M2, kBF16, true,   true,     kTensorRow,128, 128, 128, 1, 2, kCooperative, true)  \
   X(e4m3_kk_bf16_block_128x128, kE4M3,  kBF16, true,     true,     kBlock,    128, 128, 128, 1, 2, kCooperative, true)  \
   X(e4m3_kk_bf16_ws_128x192, kE4M3,     kBF16, true,     true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
-  X(e4m3_kk_f16_ws_128x192, kE4M3,      kF16,  true,     true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)
+  X(e4m3_kk_f16_ws_128x192, kE4M3,      kF16,  true,     true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
+  X(e4m3e5m2_kk_bf16_ws_128x192, kE4M3xE5M2, kBF16, true, true,   kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
+  X(e4m3e5m2_kk_f16_ws_128x192, kE4M3xE5M2, kF16, true,  true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)
 // clang-format on
 
 #define DW_SM90_DECLARE_KERNEL(name, ...) \
@@ -99,8 +101,8 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 //   otherwise a ping-pong kernel exists, T(largest tile) < 4 S and K <= 8192
 //       -> ping-pong 128x128, data-parallel (mid-size problems: M ~ 1k-4k, K <= 8k)
 //   otherwise the largest tile, with the decomposition below; swizzle 2 when N > 8192, M >= 4096
-//   fp8 groups with deepwell's own main loop (Schedule::kFp8Promoted; today e4m3 x e4m3 tensor /
-//       row scaling): that kernel wherever the CUTLASS kernel's plan is data-parallel (it has no
+//   fp8 groups with deepwell's own main loop (Schedule::kFp8Promoted; e4m3 x e4m3 and e4m3 x e5m2
+//       tensor / row scaling): that kernel wherever the CUTLASS kernel's plan is data-parallel (it has no
 //       split-K / stream-K; measured 0.88-0.89x torch._scaled_mm vs CUTLASS's 0.72-0.76x, H200)
 //
 // Decomposition of the largest tile (T output tiles over all batches, S SMs):

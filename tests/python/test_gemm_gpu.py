@@ -509,10 +509,11 @@ torch.manual_seed(0)
 E4M3 = torch.float8_e4m3fn
 grans = sys.argv[1].split(",")
 OUT = getattr(torch, sys.argv[2])  # bfloat16 or float16: D, the bias and the residual
+WDT = getattr(torch, sys.argv[3])  # the weight's fp8 type: float8_e4m3fn or float8_e5m2
 
-def fp8(rows, cols, batch=()):
+def fp8(rows, cols, batch=(), dtype=E4M3):
     # row-major with the leading dimension padded to 16 bytes
-    base = torch.randn(*batch, rows, -(-cols // 16) * 16, device="cuda").to(E4M3)
+    base = torch.randn(*batch, rows, -(-cols // 16) * 16, device="cuda").to(dtype)
     return base[..., :cols]
 
 def out16(rows, cols, fill=None):
@@ -526,7 +527,7 @@ def out16(rows, cols, fill=None):
 for m, n, k in [(1, 7, 1024), (7, 1000, 304), (1000, 1104, 520), (4097, 136, 8200),
                 (256, 384, 16384), (129, 4097, 200), (128, 128, 1)]:
     for gran in grans:
-        a, w = fp8(m, k), fp8(n, k)
+        a, w = fp8(m, k), fp8(n, k, dtype=WDT)
         kb, nb = -(-k // 128), -(-n // 128)
         if gran == "tensor":
             sa, sb = torch.rand(1, device="cuda") + 0.5, torch.rand(1, device="cuda") + 0.5
@@ -557,7 +558,7 @@ for m, n, k in [(1, 7, 1024), (7, 1000, 304), (1000, 1104, 520), (4097, 136, 820
             assert err <= 1e-2, (gran, epi, m, n, k, err)
 # batches through the kernel's batch mode (tensor scaling; strided batches of A, B and D)
 if "tensor" in grans:
-    a, w = fp8(136, 264, (3,)), fp8(200, 264, (3,))
+    a, w = fp8(136, 264, (3,)), fp8(200, 264, (3,), WDT)
     sa, sb = torch.rand(1, device="cuda") + 0.5, torch.rand(1, device="cuda") + 0.5
     out = torch.full((3, 136, 200), float("nan"), device="cuda", dtype=torch.bfloat16)
     deepwell.gemm_fp8(a, w.transpose(1, 2), sa, sb, out=out)
@@ -568,11 +569,15 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("force,grans,out", [("e4m3_kk_bf16_ws_128x192,dp", "tensor,row", "bfloat16"),
-                                             ("e4m3_kk_f16_ws_128x192,dp", "tensor,row", "float16"),
-                                             ("e4m3_kk_bf16_128x128,dp", "tensor,row", "bfloat16"),
-                                             ("e4m3_kk_bf16_block_128x128,dp", "block", "bfloat16")])
-def test_every_fp8_kernel_forced(force, grans, out):
+@pytest.mark.parametrize("force,grans,out,wdt", [
+    ("e4m3_kk_bf16_ws_128x192,dp", "tensor,row", "bfloat16", "float8_e4m3fn"),
+    ("e4m3_kk_f16_ws_128x192,dp", "tensor,row", "float16", "float8_e4m3fn"),
+    ("e4m3e5m2_kk_bf16_ws_128x192,dp", "tensor,row", "bfloat16", "float8_e5m2"),
+    ("e4m3e5m2_kk_f16_ws_128x192,dp", "tensor,row", "float16", "float8_e5m2"),
+    ("e4m3_kk_bf16_128x128,dp", "tensor,row", "bfloat16", "float8_e4m3fn"),
+    ("e4m3e5m2_kk_bf16_128x128,dp", "tensor,row", "bfloat16", "float8_e5m2"),
+    ("e4m3_kk_bf16_block_128x128,dp", "block", "bfloat16", "float8_e4m3fn")])
+def test_every_fp8_kernel_forced(force, grans, out, wdt):
     """Each fp8 kernel of the table on odd M / N / K (K = 1 and K not a multiple of 128 included),
     plain and fused epilogues, whatever the shape rules would pick (one subprocess per setting)."""
     import os
@@ -580,6 +585,6 @@ def test_every_fp8_kernel_forced(force, grans, out):
     import sys
 
     env = dict(os.environ, DEEPWELL_GEMM_FORCE=force)
-    r = subprocess.run([sys.executable, "-c", _FORCED_FP8_SCRIPT, grans, out], env=env,
+    r = subprocess.run([sys.executable, "-c", _FORCED_FP8_SCRIPT, grans, out, wdt], env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
