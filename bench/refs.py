@@ -59,18 +59,20 @@ def gemm_check(out, a_rows, b_cols, M: int, N: int, bias=None, act: str | None =
 
 # ------------------------------------------------------------------------------ fp8 scaling
 E4M3_MAX = 448.0
+E5M2_MAX = 57344.0
 
 
-def quantize(x: torch.Tensor, block: tuple[int, int], pow2: bool = False):
-    """x (R, C) float32 -> (q e4m3 (R, C), scale float32 (R/br, C/bc)) with x ~= q * scale
-    blockwise. pow2 rounds each scale up to a power of two (MX / ue8m0 scales)."""
+def quantize(x: torch.Tensor, block: tuple[int, int], pow2: bool = False, e5m2: bool = False):
+    """x (R, C) float32 -> (q e4m3 (or e5m2) (R, C), scale float32 (R/br, C/bc)) with
+    x ~= q * scale blockwise. pow2 rounds each scale up to a power of two (MX / ue8m0 scales)."""
     R, C = x.shape
     br, bc = block
+    top, dtype = (E5M2_MAX, torch.float8_e5m2) if e5m2 else (E4M3_MAX, torch.float8_e4m3fn)
     xb = x.reshape(R // br, br, C // bc, bc)
-    scale = xb.abs().amax(dim=(1, 3)).clamp_min(1e-12) / E4M3_MAX
+    scale = xb.abs().amax(dim=(1, 3)).clamp_min(1e-12) / top
     if pow2:
         scale = torch.exp2(torch.ceil(torch.log2(scale)))
-    q = (xb / scale[:, None, :, None]).clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)
+    q = (xb / scale[:, None, :, None]).clamp(-top, top).to(dtype)
     return q.reshape(R, C), scale
 
 

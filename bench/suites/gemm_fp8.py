@@ -1,5 +1,6 @@
 """FP8 (e4m3) GEMM with bf16 output: torch._scaled_mm tensorwise / rowwise (and blockwise, which
-sm_90 builds of PyTorch reject) vs deepwell.gemm_fp8 at every scaling granularity.
+sm_90 builds of PyTorch reject) vs deepwell.gemm_fp8 at every scaling granularity; plus e4m3 x
+e5m2 (an e5m2 weight, e.g. a gradient) with tensor scaling against torch._scaled_mm's.
 
 Operands: A (M, K) row-major; B stored (N, K) K-major (a weight as quantize() writes it) and
 passed as its (K, N) transpose view, the layout cuBLAS wants. deepwell gets its scales as
@@ -46,8 +47,8 @@ def _torch_scales(gran: str, sa, sw):
     return sa.t().contiguous().t(), sw.t()  # block: (M, K/128), (K/128, N/128) outer-dim-major
 
 
-def _inputs(M: int, N: int, K: int, gran: str, dev: str, for_torch: bool):
-    """gen(seed) -> (a e4m3 (M, K), b e4m3 (K, N) view of (N, K), scale_a, scale_b)."""
+def _inputs(M: int, N: int, K: int, gran: str, dev: str, for_torch: bool, e5m2: bool = False):
+    """gen(seed) -> (a e4m3 (M, K), b e4m3 (or e5m2) (K, N) view of (N, K), scale_a, scale_b)."""
     import torch
 
     ba, bw = BLOCKS[gran](M, N, K)
@@ -55,7 +56,8 @@ def _inputs(M: int, N: int, K: int, gran: str, dev: str, for_torch: bool):
     def gen(seed):
         g = common.generator(dev, seed)
         a, sa = refs.quantize(torch.randn(M, K, generator=g, device=dev), ba, pow2=gran == "mx")
-        w, sw = refs.quantize(torch.randn(N, K, generator=g, device=dev), bw, pow2=gran == "mx")
+        w, sw = refs.quantize(torch.randn(N, K, generator=g, device=dev), bw, pow2=gran == "mx",
+                              e5m2=e5m2)
         if for_torch:
             sa, sw = _torch_scales(gran, sa, sw)
         elif gran == "tensor":
@@ -98,6 +100,9 @@ def run(case: dict) -> dict:
         gen, nbytes = _inputs(M, N, K, gran, dev, for_torch=True)
         variants.append(Variant(f"torch_{gran}", scaled_mm, gen, _check(gran, M, N, K, True), nbytes,
                                 out_bytes))
+    gen, nbytes = _inputs(M, N, K, "tensor", dev, for_torch=True, e5m2=True)
+    variants.append(Variant("torch_tensor_e5m2", scaled_mm, gen, _check("tensor", M, N, K, True),
+                            nbytes, out_bytes))
     dw, err = common.deepwell_module()
     if dw is not None and not hasattr(dw, "gemm_fp8"):
         err = "not available: deepwell.gemm_fp8 is not in this build"
@@ -106,6 +111,10 @@ def run(case: dict) -> dict:
         fn = (lambda g: lambda a, b, sa, sb: dw.gemm_fp8(a, b, sa, sb, granularity=g))(gran)
         variants.append(Variant(f"deepwell_{gran}", fn, gen, _check(gran, M, N, K, False), nbytes,
                                 out_bytes, unavailable=err, ours=True))
+    gen, nbytes = _inputs(M, N, K, "tensor", dev, for_torch=False, e5m2=True)
+    fn = lambda a, b, sa, sb: dw.gemm_fp8(a, b, sa, sb, granularity="tensor")  # noqa: E731
+    variants.append(Variant("deepwell_tensor_e5m2", fn, gen, _check("tensor", M, N, K, False),
+                            nbytes, out_bytes, unavailable=err, ours=True))
     fl = 2.0 * M * N * K
     label = f"{M}x{N}x{K}"
     res = common.run_variants(variants, dev, fl, label)
@@ -113,7 +122,7 @@ def run(case: dict) -> dict:
     best_name, best = common.best_of(res, [f"torch_{g}" for g in ("tensor", "row", "block")],
                                      "tflops")
     ratios = {f"{g}/torch_{g}": common.ratio(tf[f"deepwell_{g}"], tf[f"torch_{g}"])
-              for g in ("tensor", "row")}
+              for g in ("tensor", "row", "tensor_e5m2")}
     ratios.update({f"{g}/best_torch": common.ratio(tf[f"deepwell_{g}"], best)
                    for g in ("block", "mx")})
     return {"case": {k: case[k] for k in CASE_KEYS}, "label": label, "flops": fl,
