@@ -82,8 +82,7 @@ struct GemmFp8Args {
 // decode both operands to fp32 and run the reference GEMM. CUDA (sm_90a), fp8 tensor cores:
 // kTensor and kRow with e4m3 x e4m3 or e4m3 x e5m2 (either order when d is column-major; scales
 // applied in the epilogue, products accumulated in fp32 promoted every 128 of K), kBlock with
-// e4m3 x e4m3 (scales promoted in the main loop every 128 of K); a bf16 d, or an f16 d for kTensor
-// and kRow. Emulated on the bf16 kernels (both operands decoded to bf16 in the workspace -- exact,
+// e4m3 x e4m3 (scales promoted in the main loop every 128 of K); a bf16 or f16 d. Emulated on the bf16 kernels (both operands decoded to bf16 in the workspace -- exact,
 // as an fp8 value times a power of two fits bf16 -- then an fp32-accumulating bf16 GEMM; about
 // half the fp8 rate): kMx, and kTensor calls the fp8 kernels do not cover (any fp8 pair, an f32 d). c, residual and bias have
 // d's dtype; anything else: kNotSupported naming the argument.

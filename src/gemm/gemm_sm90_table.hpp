@@ -65,7 +65,8 @@ struct KernelSpec {
   X(e4m3_kk_bf16_ws_128x192, kE4M3,     kBF16, true,     true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3_kk_f16_ws_128x192, kE4M3,      kF16,  true,     true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3e5m2_kk_bf16_ws_128x192, kE4M3xE5M2, kBF16, true, true,   kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
-  X(e4m3e5m2_kk_f16_ws_128x192, kE4M3xE5M2, kF16, true,  true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)
+  X(e4m3e5m2_kk_f16_ws_128x192, kE4M3xE5M2, kF16, true,  true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
+  X(e4m3_kk_f16_block_ws_128x128, kE4M3, kF16, true,     true,     kBlock,    128, 128, 128, 1, 1, kFp8Promoted, false)
 // clang-format on
 
 #define DW_SM90_DECLARE_KERNEL(name, ...) \
