@@ -31,9 +31,10 @@ struct GemmArgs {
 };
 
 // CPU tensors run the reference; CUDA tensors the sm_90a kernels (docs/perf-notes.md, "GEMM"),
-// which take bf16 or f16 a and b, a d of a's dtype or f32, and c, residual and bias of d's dtype;
-// every operand with one unit stride, the other stride a multiple of 16 bytes, 16-byte aligned
-// pointers and batch strides (bias: contiguous, aligned). K must be at least 1 on CUDA.
+// which take bf16 or f16 a and b, a d of a's dtype or f32 (or f16 for bf16 a and b), and c,
+// residual and bias of d's dtype; every operand with one unit stride, the other stride a multiple
+// of 16 bytes, 16-byte aligned pointers and batch strides (bias: contiguous, aligned). K must be
+// at least 1 on CUDA.
 DEEPWELL_API Status gemm(const GemmArgs& args, const Context& ctx = {});
 
 // Scratch bytes gemm() can use for these arguments (0 for CPU tensors). Passing at least this much
@@ -82,10 +83,11 @@ struct GemmFp8Args {
 // decode both operands to fp32 and run the reference GEMM. CUDA (sm_90a), fp8 tensor cores:
 // kTensor and kRow with e4m3 x e4m3 or e4m3 x e5m2 (either order when d is column-major; scales
 // applied in the epilogue, products accumulated in fp32 promoted every 128 of K), kBlock with
-// e4m3 x e4m3 (scales promoted in the main loop every 128 of K); a bf16 or f16 d. Emulated on the bf16 kernels (both operands decoded to bf16 in the workspace -- exact,
-// as an fp8 value times a power of two fits bf16 -- then an fp32-accumulating bf16 GEMM; about
-// half the fp8 rate): kMx, and kTensor calls the fp8 kernels do not cover (any fp8 pair, an f32 d). c, residual and bias have
-// d's dtype; anything else: kNotSupported naming the argument.
+// e4m3 x e4m3 (scales promoted in the main loop every 128 of K); a bf16, f16 or f32 d. Emulated
+// on the bf16 kernels (both operands decoded to bf16 in the workspace -- exact, as an fp8 value
+// times a power of two fits bf16 -- then an fp32-accumulating bf16 GEMM; about half the fp8
+// rate): kMx, and kTensor calls the fp8 kernels do not cover (e5m2 first). c, residual and bias
+// have d's dtype; anything else: kNotSupported naming the argument.
 DEEPWELL_API Status gemm_fp8(const GemmFp8Args& args, const Context& ctx = {});
 DEEPWELL_API Status gemm_fp8_workspace_size(const GemmFp8Args& args, size_t* bytes);
 

@@ -224,9 +224,9 @@ def gemm_fp8(a, b, scale_a, scale_b, *, granularity: str = "tensor", bias=None, 
                 other layouts are copied in the workspace first)
       "mx":     ue8m0 (float8_e8m0fnu or uint8) scale_a (M, ceil(K/32)), scale_b (N, ceil(K/32))
     out_dtype: bfloat16 (default), float16 or float32; bias, c and residual have the output dtype
-    on CUDA. CUDA runs tensor / row / block scaling on the fp8 tensor cores (bfloat16 or float16
-    output), and "mx" and the other "tensor" cases (float32 output, e5m2 first) exactly on the
-    bf16 kernels after decoding both operands to bf16 (bfloat16 or float32 output).
+    on CUDA. CUDA runs tensor / row / block scaling on the fp8 tensor cores (any of the three
+    output dtypes; e4m3 first, block scaling e4m3 x e4m3 only), and "mx" and e5m2-first "tensor"
+    calls exactly on the bf16 kernels after decoding both operands to bf16.
     """
     if granularity not in _FP8_SCALING:
         raise ValueError(f"argument 'granularity': expected one of {sorted(_FP8_SCALING)}, "

@@ -54,7 +54,7 @@ TEST(GemmCudaValidation, F32OperandsAreNotSupported) {
 
 TEST(GemmCudaValidation, CrossOutputDtypeIsNotSupported) {
   SKIP_WITHOUT_CUDA_BUILD();
-  Fixture16 f(DType::kBF16, DType::kF16);
+  Fixture16 f(DType::kF16, DType::kBF16);  // no f16 x f16 -> bf16 kernel
   expect_error(f.run(), StatusCode::kNotSupported, "d", "output for these operands");
 }
 
@@ -180,15 +180,6 @@ struct Fixture8 {
   Status run() { return gemm_fp8(g); }
 };
 
-TEST(GemmFp8CudaValidation, MxRunsOnTheBf16KernelsOnly) {
-  SKIP_WITHOUT_CUDA_BUILD();
-  Fixture8 f(DType::kE4M3, DType::kE4M3, DType::kF16);  // no bf16 x bf16 -> f16 kernel
-  f.g.scaling = Fp8Scaling::kMx;
-  f.g.scale_a = TensorView::contiguous(f.sa.bytes, DType::kUE8M0, {M, (K + 31) / 32}, kCuda);
-  f.g.scale_b = TensorView::contiguous(f.sb.bytes, DType::kUE8M0, {N, (K + 31) / 32}, kCuda);
-  expect_error(f.run(), StatusCode::kNotSupported, "d", "bf16 or f32 output");
-}
-
 TEST(GemmFp8CudaValidation, E5m2FirstOperandNeedsASwap) {
   SKIP_WITHOUT_CUDA_BUILD();
   Fixture8 f(DType::kE5M2, DType::kE4M3);
@@ -215,19 +206,6 @@ TEST(GemmFp8CudaValidation, BlockScalingNeedsARowMajorOutput) {
   f.g.scale_b = TensorView::contiguous(f.sb.bytes, DType::kF32, {1, 1}, kCuda);
   f.g.d = TensorView::strided(f.d.bytes, DType::kBF16, {M, N}, {1, M}, kCuda);
   expect_error(f.run(), StatusCode::kNotSupported, "d", "row-major d");
-}
-
-TEST(GemmFp8CudaValidation, OutputDtypes) {
-  SKIP_WITHOUT_CUDA_BUILD();
-  Fixture8 f(DType::kE4M3, DType::kE4M3, DType::kF32);
-  f.g.scaling = Fp8Scaling::kRow;
-  f.g.scale_a = TensorView::contiguous(f.sa.bytes, DType::kF32, {M}, kCuda);
-  f.g.scale_b = TensorView::contiguous(f.sb.bytes, DType::kF32, {N}, kCuda);
-  expect_error(f.run(), StatusCode::kNotSupported, "d", "bf16 output");
-  // e5m2 x e5m2 with tensor scaling runs on the bf16 kernels, which have no f16 output (e4m3 x e4m3
-  // and e4m3 x e5m2 have their own f16 kernels: e4m3_kk_f16_ws_128x192, e4m3e5m2_kk_f16_ws_128x192).
-  Fixture8 g(DType::kE5M2, DType::kE5M2, DType::kF16);
-  expect_error(g.run(), StatusCode::kNotSupported, "d", "bf16 or f32 output");
 }
 
 TEST(GemmFp8CudaValidation, RowScalesMustBeContiguous) {

@@ -185,6 +185,18 @@ def test_f32_output(dtype):
     assert rel_l2(out, reference(a, b, bias=bias, activation="gelu_tanh")) <= 1e-3
 
 
+@pytest.mark.parametrize("m,n,k", [(130, 520, 264), (1, 8, 16), (2048, 4096, 1000)])
+def test_bf16_operands_f16_output(m, n, k):
+    """bf16 x bf16 -> fp16 D (bf16_kk_f16_128x128), with an fp16 bias and residual."""
+    a, b = randn((m, k), torch.bfloat16), randn((k, n), torch.bfloat16, col_major=True)
+    bias = randn((1, n), torch.float16)[0]
+    res = randn((m, n), torch.float16)
+    out = nan_out((m, n), torch.float16)
+    deepwell.gemm(a, b, bias=bias, activation="silu", residual=res, out=out)
+    ref = reference(a, b, bias=bias, activation="silu", residual=res)
+    assert rel_l2(out, ref) <= tol(torch.float16)
+
+
 @pytest.mark.parametrize("case", ["batched", "broadcast_b", "broadcast_a", "folded"])
 def test_batched(case):
     batch, m, n, k = 3, 136, 72, 200
@@ -438,7 +450,7 @@ def test_fp8_batched_and_column_major_output():
     assert rel_l2(out, ad @ bd) <= 1e-2
 
 
-@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32])
 @pytest.mark.parametrize("types", [(E4M3, E4M3), (E5M2, E4M3), (E5M2, E5M2)])
 @pytest.mark.parametrize("m,n,k", [(136, 264, 1024), (7, 1000, 100), (1, 9, 33)])
 def test_fp8_mx_emulated(out_dtype, types, m, n, k):
@@ -462,9 +474,9 @@ def test_fp8_mx_emulated(out_dtype, types, m, n, k):
 
 
 def test_fp8_tensor_scaling_emulated_outputs():
-    """Tensor scaling beyond the fp8 kernels (f32 output; e5m2 x e5m2) runs on the bf16 kernels."""
+    """Tensor scaling beyond the fp8 kernels (e5m2 first) runs on the bf16 kernels."""
     m, n, k = 200, 136, 520
-    for ta, tb, od in ((E4M3, E4M3, torch.float32), (E5M2, E5M2, torch.bfloat16)):
+    for ta, tb, od in ((E5M2, E4M3, torch.float32), (E5M2, E5M2, torch.bfloat16)):
         a, b = fp8((m, k), ta), fp8((k, n), tb, k_major_b=True)
         sa, sb = scales_for("tensor", m, n, k)
         out = nan_out((m, n), od)
@@ -473,12 +485,13 @@ def test_fp8_tensor_scaling_emulated_outputs():
         assert rel_l2(out, ad @ bd) <= tol(od)
 
 
-@pytest.mark.parametrize("gran", ["tensor", "row"])
+@pytest.mark.parametrize("gran,b_dtype", [("tensor", E4M3), ("row", E4M3), ("block", E4M3),
+                                           ("tensor", E5M2), ("row", E5M2)])
 @pytest.mark.parametrize("m,n,k", [(1, 7, 1024), (130, 264, 520), (4096, 4096, 4096)])
-def test_fp8_f16_output(gran, m, n, k):
-    """e4m3 x e4m3 with an fp16 D (deepwell's fp8 kernel with fp16 output), plain and with an fp16
-    bias, by the default plan; equal to the reference on the decoded operands."""
-    a, b = fp8((m, k), E4M3), fp8((k, n), E4M3, k_major_b=True)
+def test_fp8_f16_output(gran, b_dtype, m, n, k):
+    """fp8 with an fp16 D (deepwell's fp8 kernels with fp16 output), plain and with an fp16 bias,
+    by the default plan; equal to the reference on the decoded operands."""
+    a, b = fp8((m, k), E4M3), fp8((k, n), b_dtype, k_major_b=True)
     sa, sb = scales_for(gran, m, n, k)
     ad, bd = decoded(a, b, sa, sb, gran)
     bias = torch.randn(n, device=DEV, dtype=torch.float16)
@@ -490,15 +503,31 @@ def test_fp8_f16_output(gran, m, n, k):
     assert rel_l2(out, torch.relu(ad @ bd + bias.double())) <= tol(torch.float16)
 
 
+@pytest.mark.parametrize("gran,b_dtype", [("tensor", E4M3), ("row", E4M3), ("block", E4M3),
+                                           ("tensor", E5M2), ("row", E5M2)])
+@pytest.mark.parametrize("m,n,k", [(1, 7, 1024), (130, 264, 520), (2048, 4096, 4096)])
+def test_fp8_f32_output(gran, b_dtype, m, n, k):
+    """fp8 with an fp32 D on the fp8 tensor cores (CUTLASS fp32-output rows), plain and with an
+    fp32 bias and residual, by the default plan."""
+    a, b = fp8((m, k), E4M3), fp8((k, n), b_dtype, k_major_b=True)
+    sa, sb = scales_for(gran, m, n, k)
+    ad, bd = decoded(a, b, sa, sb, gran)
+    out = nan_out((m, n), torch.float32)
+    deepwell.gemm_fp8(a, b, sa, sb, granularity=gran, out=out)
+    # the issue's bound for fp8 GEMMs (fp8 tensor-core partial sums carry fewer bits than fp32)
+    assert rel_l2(out, ad @ bd) <= 1e-2
+    bias = torch.randn(n, device=DEV, dtype=torch.float32)
+    res = torch.randn(m, n, device=DEV, dtype=torch.float32)
+    out = nan_out((m, n), torch.float32)
+    deepwell.gemm_fp8(a, b, sa, sb, granularity=gran, bias=bias, activation="gelu_tanh",
+                      residual=res, out=out)
+    ref = torch.nn.functional.gelu(ad @ bd + bias.double(), approximate="tanh") + res.double()
+    assert rel_l2(out, ref) <= 1e-2
+
+
 def test_fp8_unsupported_on_cuda():
     a, b = fp8((64, 128), E4M3), fp8((128, 64), E4M3, k_major_b=True)
-    sa = torch.full((64, 4), 127, dtype=torch.uint8, device=DEV)
-    sb = torch.full((64, 4), 127, dtype=torch.uint8, device=DEV)
-    with pytest.raises(NotImplementedError, match="argument 'd'"):
-        deepwell.gemm_fp8(a, b, sa, sb, granularity="mx", out_dtype=torch.float16)
     sa, sb = torch.ones(64, device=DEV), torch.ones(64, device=DEV)
-    with pytest.raises(NotImplementedError, match="argument 'd'"):
-        deepwell.gemm_fp8(a, b, sa, sb, granularity="row", out_dtype=torch.float32)
     with pytest.raises(NotImplementedError, match="argument 'a'"):
         deepwell.gemm_fp8(a.to(E5M2), b, sa, sb, granularity="row")
 
@@ -508,7 +537,7 @@ import sys, torch, deepwell
 torch.manual_seed(0)
 E4M3 = torch.float8_e4m3fn
 grans = sys.argv[1].split(",")
-OUT = getattr(torch, sys.argv[2])  # bfloat16 or float16: D, the bias and the residual
+OUT = getattr(torch, sys.argv[2])  # bfloat16, float16 or float32: D, the bias and the residual
 WDT = getattr(torch, sys.argv[3])  # the weight's fp8 type: float8_e4m3fn or float8_e5m2
 
 def fp8(rows, cols, batch=(), dtype=E4M3):
@@ -577,6 +606,9 @@ print("ok")
     ("e4m3_kk_bf16_128x128,dp", "tensor,row", "bfloat16", "float8_e4m3fn"),
     ("e4m3e5m2_kk_bf16_128x128,dp", "tensor,row", "bfloat16", "float8_e5m2"),
     ("e4m3_kk_bf16_block_128x128,dp", "block", "bfloat16", "float8_e4m3fn"),
+    ("e4m3_kk_f32_128x128,dp", "tensor,row", "float32", "float8_e4m3fn"),
+    ("e4m3e5m2_kk_f32_128x128,dp", "tensor,row", "float32", "float8_e5m2"),
+    ("e4m3_kk_f32_block_128x128,dp", "block", "float32", "float8_e4m3fn"),
     ("e4m3_kk_f16_block_ws_128x128,dp", "block", "float16", "float8_e4m3fn")])
 def test_every_fp8_kernel_forced(force, grans, out, wdt):
     """Each fp8 kernel of the table on odd M / N / K (K = 1 and K not a multiple of 128 included),

@@ -1,0 +1,13 @@
+// Kernel instance e4m3_kk_f32_128x128 (row of gemm_sm90_table.hpp): e4m3 x e4m3 -> f32, tensor or
+// row/column scales in the epilogue. The only fp32 output for row scaling; tensor scaling with an
+// f32 d runs here too instead of on the decoded bf16 kernels (twice the rate).
+#include "gemm/sm90_gemm.cuh"
+
+namespace deepwell::matmul::sm90 {
+using Config_e4m3_kk_f32_128x128 =
+    Sm90Gemm<cutlass::float_e4m3_t, cutlass::float_e4m3_t, /*A K-major*/ true, /*B K-major*/ true, float,
+             Shape<_128, _128, _128>, Shape<_1, _2, _1>, MainloopKind::kCooperative,
+             /*stream-K*/ true>;
+}  // namespace deepwell::matmul::sm90
+
+DW_SM90_GEMM_INSTANCE(e4m3_kk_f32_128x128, Config_e4m3_kk_f32_128x128)
