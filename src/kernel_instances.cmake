@@ -4,6 +4,7 @@
 set(DEEPWELL_CUDA_SOURCES
   # core: host-side CUDA helpers
   src/core/cuda_utils.cpp
+  src/core/cuda_driver.cpp
 
   # attention forward, sm_90a (src/attention/fwd_sm90*.cuh): dtype x head-dim bucket (x tile)
   src/attention/fwd_dispatch.cpp

@@ -25,13 +25,14 @@
 // DW_SM90_FP8_INSTANCE (bottom of this file) as one row of gemm_sm90_table.hpp.
 #pragma once
 
-#include <cuda.h>  // CUtensorMap and the cuTensorMapEncodeTiled prototype (no libcuda link)
+#include <cuda.h>  // CUtensorMap
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <atomic>
 #include <string>
 
+#include "core/cuda_driver.hpp"
 #include "core/validate.hpp"
 #include "gemm/fp8_sm90_epilogue.cuh"
 #include "gemm/fp8_sm90_mainloop.cuh"
@@ -173,26 +174,9 @@ __global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_c
 
 // ------------------------------------------------------------------------------------------ host
 
-using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-// cuTensorMapEncodeTiled through the runtime's driver entry point (the library does not link
-// libcuda); resolved once.
-inline EncodeTiledFn encode_tiled() {
-  static EncodeTiledFn fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
-                                         &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      f = nullptr;
-    }
-    return reinterpret_cast<EncodeTiledFn>(f);
-  }();
-  return fn;
+// cuTensorMapEncodeTiled of the driver, resolved once (core/cuda_driver.hpp); nullptr when absent.
+inline deepwell::detail::TensorMapEncodeTiledFn encode_tiled() {
+  return deepwell::detail::driver_encode_tiled();
 }
 
 // A K-major fp8 operand (rows, K) per batch with leading dimension `ld` and batch stride `bs`
