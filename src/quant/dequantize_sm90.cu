@@ -2,8 +2,17 @@
 //
 // dequantize_kernel: one thread per 16 codes of a row (16 or 8 bytes loaded at once). Every scale
 // block is a multiple of 16 along K and chunks start at multiples of 16, so a chunk has exactly
-// one scale. Values are decoded with codec.hpp (exact products) and rounded to the output dtype
-// with the same bit rules as the CPU reference (core/numeric.hpp), NaN included.
+// one scale. fp8 codes are decoded two at a time by the hardware (cvt.rn.f16x2.{e4m3,e5m2}x2:
+// every fp8 value is an f16 value, so the decode is exact), fp4 codes by codec.hpp; products are
+// exact (mul_rn, NaN canonicalized) and rounded to the output dtype with the same bit rules as the
+// CPU reference (core/numeric.hpp), NaN included.
+//
+// Stores: a lane's chunk is 32 (2-byte out) or 64 (fp32 out) bytes of output, so lane-by-lane
+// 16-byte stores leave every warp store instruction writing half (or a quarter) of 32 sectors;
+// ncu showed the L2 saturating on those partial-sector writes (89 % with hardware decoding, which
+// made the kernel slower, session 5). When the 32 chunks of a warp are full and contiguous in the
+// output (any packed output whose rows are multiples of 16 elements), the warp stages them in
+// shared memory and writes them back as whole 512-byte spans; other warps store lane by lane.
 #include "core/validate.hpp"
 #include "quant/kernels.cuh"
 
@@ -38,99 +47,147 @@ __device__ __forceinline__ uint16_t to_f16_bits(float f) {
   return __half_as_ushort(__float2half_rn(f));
 }
 
+// Lane-by-lane store of one chunk (n valid elements at dst), for warps that cannot stage.
+template <DType Out>
+__device__ __forceinline__ void store_lane(void* out, int n, const uint4 (&w)[kChunk * (Out == DType::kF32 ? 4 : 2) / 16]) {
+  constexpr int kWords = kChunk * (Out == DType::kF32 ? 4 : 2) / 16;
+  if (n == kChunk && aligned16(out)) {
+#pragma unroll
+    for (int j = 0; j < kWords; ++j) static_cast<uint4*>(out)[j] = w[j];
+    return;
+  }
+  const uint32_t* u = reinterpret_cast<const uint32_t*>(w);
+  if constexpr (Out == DType::kF32) {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      if (i < n) static_cast<uint32_t*>(out)[i] = u[i];
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      if (i < n) static_cast<uint16_t*>(out)[i] = static_cast<uint16_t>(u[i / 2] >> (16 * (i % 2)));
+    }
+  }
+}
+
 template <Elem E, DType Out>
 __global__ void __launch_bounds__(256) dequantize_kernel(const DequantParams p) {
   constexpr bool kFp4 = E == Elem::kE2M1;
+  constexpr int kOutBytes = kChunk * (Out == DType::kF32 ? 4 : 2);  // one lane's output
+  constexpr int kWords = kOutBytes / 16;                             // its 16-byte words
+  __shared__ uint4 stage[256 * kWords];
   const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
   const uint32_t rl = p.cpr_div.div(t);
-  if (rl >= p.launch_rows) return;
+  // Lanes past the end stay until the warp's store decision (it takes all 32 lanes).
+  const bool valid = rl < p.launch_rows;
   const int64_t r = p.row0 + rl, c0 = (int64_t{t} - int64_t{rl} * p.cpr) * kChunk;
-  const int n = static_cast<int>(std::min<int64_t>(p.cols - c0, kChunk));
+  const int n = valid ? static_cast<int>(std::min<int64_t>(p.cols - c0, kChunk)) : 0;
   const int64_t e0 = r * p.cols + c0;
 
   uint32_t w[4] = {0, 0, 0, 0};
-  const uint8_t* src = p.data + (kFp4 ? e0 / 2 : e0);
-  if (n == kChunk && !kFp4 && aligned16(src)) {
-    const uint4 u = __ldg(reinterpret_cast<const uint4*>(src));
-    w[0] = u.x; w[1] = u.y; w[2] = u.z; w[3] = u.w;
-  } else if (n == kChunk && kFp4 && (reinterpret_cast<uintptr_t>(src) & 7u) == 0) {
-    const uint2 u = __ldg(reinterpret_cast<const uint2*>(src));
-    w[0] = u.x; w[1] = u.y;
-  } else {  // tail: unrolled with static indices so that w stays in registers
-    const int bytes = kFp4 ? n / 2 : n;
-#pragma unroll
-    for (int i = 0; i < kChunk; ++i) {
-      if (i < bytes) w[i / 4] |= static_cast<uint32_t>(src[i]) << (8 * (i % 4));
-    }
-  }
-
-  int64_t si;
-  if (p.format == QuantFormat::kFp8Tensor) {
-    si = 0;
-  } else if (p.format == QuantFormat::kFp8Row) {
-    si = r;
-  } else if (p.format == QuantFormat::kFp8Block128x128) {  // (batch, r / 128, c / 128)
-    int64_t b, i;
-    if (r < kMaxLaunchThreads) {
-      b = p.rows2_div.div(static_cast<uint32_t>(r));
-      i = r - b * p.rows2;
-    } else {
-      b = r / p.rows2;
-      i = r % p.rows2;
-    }
-    si = (b * ((p.rows2 + 127) / 128) + i / 128) * p.C + (c0 >> 7);
-  } else {
-    si = group_scale_offset(p.swizzle, p.C, r, c0 >> p.block_shift);
-  }
-  float scale = 0.0f, s_t = 0.0f;
-  uint8_t sb = 0;
-  if (p.format == QuantFormat::kNvfp4) {
-    sb = static_cast<const uint8_t*>(p.scales)[si];
-    s_t = *p.tensor_scale;
-  } else if (p.format == QuantFormat::kMxfp8 || p.format == QuantFormat::kMxfp4) {
-    scale = decode_ue8m0(static_cast<const uint8_t*>(p.scales)[si]);
-  } else {
-    scale = static_cast<const float*>(p.scales)[si];
-  }
   float v[kChunk];
-#pragma unroll
-  for (int i = 0; i < kChunk; ++i) {
-    const uint8_t q = kFp4 ? (w[i / 8] >> (4 * (i % 8))) & 0xfu : (w[i / 4] >> (8 * (i % 4))) & 0xffu;
-    v[i] = p.format == QuantFormat::kNvfp4 ? decode_nvfp4(q, sb, s_t)
-                                           : mul_rn(decode_elem(E, q), scale);
-  }
-
-  if constexpr (Out == DType::kF32) {
-    float* dst = static_cast<float*>(p.out) + e0;
-    if (n == kChunk && aligned16(dst)) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        reinterpret_cast<float4*>(dst)[i] = make_float4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
-      }
-    } else {
+  if (valid) {
+    const uint8_t* src = p.data + (kFp4 ? e0 / 2 : e0);
+    if (n == kChunk && !kFp4 && aligned16(src)) {
+      const uint4 u = __ldg(reinterpret_cast<const uint4*>(src));
+      w[0] = u.x; w[1] = u.y; w[2] = u.z; w[3] = u.w;
+    } else if (n == kChunk && kFp4 && (reinterpret_cast<uintptr_t>(src) & 7u) == 0) {
+      const uint2 u = __ldg(reinterpret_cast<const uint2*>(src));
+      w[0] = u.x; w[1] = u.y;
+    } else {  // tail: unrolled with static indices so that w stays in registers
+      const int bytes = kFp4 ? n / 2 : n;
 #pragma unroll
       for (int i = 0; i < kChunk; ++i) {
-        if (i < n) dst[i] = v[i];
+        if (i < bytes) w[i / 4] |= static_cast<uint32_t>(src[i]) << (8 * (i % 4));
+      }
+    }
+
+    int64_t si;
+    if (p.format == QuantFormat::kFp8Tensor) {
+      si = 0;
+    } else if (p.format == QuantFormat::kFp8Row) {
+      si = r;
+    } else if (p.format == QuantFormat::kFp8Block128x128) {  // (batch, r / 128, c / 128)
+      int64_t b, i;
+      if (r < kMaxLaunchThreads) {
+        b = p.rows2_div.div(static_cast<uint32_t>(r));
+        i = r - b * p.rows2;
+      } else {
+        b = r / p.rows2;
+        i = r % p.rows2;
+      }
+      si = (b * ((p.rows2 + 127) / 128) + i / 128) * p.C + (c0 >> 7);
+    } else {
+      si = group_scale_offset(p.swizzle, p.C, r, c0 >> p.block_shift);
+    }
+    float scale = 0.0f, s_t = 0.0f;
+    uint8_t sb = 0;
+    if (p.format == QuantFormat::kNvfp4) {
+      sb = static_cast<const uint8_t*>(p.scales)[si];
+      s_t = *p.tensor_scale;
+    } else if (p.format == QuantFormat::kMxfp8 || p.format == QuantFormat::kMxfp4) {
+      scale = decode_ue8m0(static_cast<const uint8_t*>(p.scales)[si]);
+    } else {
+      scale = static_cast<const float*>(p.scales)[si];
+    }
+    if constexpr (kFp4) {
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) {
+        const uint8_t q = (w[i / 8] >> (4 * (i % 8))) & 0xfu;
+        v[i] = p.format == QuantFormat::kNvfp4 ? decode_nvfp4(q, sb, s_t)
+                                               : mul_rn(decode_elem(E, q), scale);
+      }
+    } else {
+      // The software decoders (~10 integer instructions per element) left this kernel ALU-bound
+      // (ncu, H100, mxfp8 -> bf16: ALU pipe at 85 % of peak). A NaN code decodes to some NaN,
+      // which mul_rn canonicalizes as the reference's decode does.
+#pragma unroll
+      for (int i = 0; i < kChunk / 2; ++i) {
+        const auto pair = static_cast<__nv_fp8x2_storage_t>(w[i / 2] >> (16 * (i % 2)));
+        const __half2_raw h =
+            __nv_cvt_fp8x2_to_halfraw2(pair, E == Elem::kE4M3 ? __NV_E4M3 : __NV_E5M2);
+        v[2 * i] = mul_rn(__half2float(__ushort_as_half(h.x)), scale);
+        v[2 * i + 1] = mul_rn(__half2float(__ushort_as_half(h.y)), scale);
       }
     }
   } else {
-    uint32_t h[kChunk / 2];  // two 16-bit values per word, low half first
 #pragma unroll
-    for (int i = 0; i < kChunk / 2; ++i) {
+    for (int i = 0; i < kChunk; ++i) v[i] = 0.0f;
+  }
+
+  uint4 o[kWords];  // the chunk's output bytes
+  uint32_t* ou = reinterpret_cast<uint32_t*>(o);
+  if constexpr (Out == DType::kF32) {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) ou[i] = fbits(v[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kChunk / 2; ++i) {  // two 16-bit values per word, low half first
       const uint32_t lo = Out == DType::kBF16 ? to_bf16_bits(v[2 * i]) : to_f16_bits(v[2 * i]);
       const uint32_t hi = Out == DType::kBF16 ? to_bf16_bits(v[2 * i + 1]) : to_f16_bits(v[2 * i + 1]);
-      h[i] = lo | hi << 16;
+      ou[i] = lo | hi << 16;
     }
-    uint16_t* dst = static_cast<uint16_t*>(p.out) + e0;
-    if (n == kChunk && aligned16(dst)) {
-      reinterpret_cast<uint4*>(dst)[0] = make_uint4(h[0], h[1], h[2], h[3]);
-      reinterpret_cast<uint4*>(dst)[1] = make_uint4(h[4], h[5], h[6], h[7]);
-    } else {
+  }
+
+  char* dst = static_cast<char*>(p.out) + e0 * (kOutBytes / kChunk);
+  const int lane = threadIdx.x & 31;
+  char* dst0 = reinterpret_cast<char*>(__shfl_sync(0xffffffffu, reinterpret_cast<uintptr_t>(dst), 0));
+  const bool contiguous = valid && n == kChunk && aligned16(dst0) && dst == dst0 + lane * kOutBytes;
+  if (__all_sync(0xffffffffu, contiguous)) {
+    uint4* s = stage + (threadIdx.x & ~31u) * kWords;  // this warp's 32 * kOutBytes
+    // Word j of lane l is kept at s[l * kWords + (j ^ swz(l))]: the XOR puts the 8 lanes of each
+    // 128-bit store phase on distinct banks (a plain l * kWords + j layout conflicts 2- or 4-way).
+    auto swz = [](int l) { return (l * kWords / 8) % kWords; };
 #pragma unroll
-      for (int i = 0; i < kChunk; ++i) {
-        if (i < n) dst[i] = static_cast<uint16_t>(h[i / 2] >> (16 * (i % 2)));
-      }
+    for (int j = 0; j < kWords; ++j) s[lane * kWords + (j ^ swz(lane))] = o[j];
+    __syncwarp();
+#pragma unroll
+    for (int j = 0; j < kWords; ++j) {  // linear word L = lane + 32 j of the warp's output
+      const int L = lane + 32 * j, ls = L / kWords;
+      reinterpret_cast<uint4*>(dst0)[L] = s[ls * kWords + ((L % kWords) ^ swz(ls))];
     }
+  } else if (valid) {
+    store_lane<Out>(dst, n, o);
   }
 }
 
