@@ -35,6 +35,12 @@ template <> struct FwdTile<256> : TilePolicy<128, 64, 2> {};   // 2 consumer war
 // the per-tile cost dominate (+15% at S = 512-1k); from S = 4k the 3-warpgroup tile wins (+5-10%).
 struct FwdTileD64Causal : TilePolicy<128, 128, 2> {};
 constexpr long long kD64CausalTileMaxSeqlenQ = 2048;
+// Above that, the 3-warpgroup tile with 96 keys per step: ptxas spills 136 bytes at 192x128 (160
+// registers per consumer) and none at 192x96, which pays on causal tiles (H100 A/B x cuDNN, bf16,
+// 192x128 -> 192x96: S=4k 0.985 -> 1.028, 8k 1.064 -> 1.100, 16k 1.095 -> 1.114) but not without a
+// mask (4k-16k equal; 512-2k 3-12% slower: a third more softmax steps per key), so the unmasked
+// d = 64 tile stays 192x128.
+struct FwdTileD64CausalLong : TilePolicy<192, 96, 3> {};
 
 // d = 256 with long keys (seqlen_k >= 2048) runs 80-key tiles (FA3's choice): one softmax pass per
 // 80 keys instead of 64 pays from 2k keys on (H200 A/B x cuDNN, non-causal 64 -> 80: S=2k 0.95 ->
