@@ -95,8 +95,11 @@ def describe(x, name: str):
 def empty(like, shape, dtype_code: int | None = None):
     """A new uninitialized tensor of the same framework and device as `like`."""
     if is_torch(like):
-        dtype = like.dtype if dtype_code is None else _torch_dtype(dtype_code)
-        return sys.modules["torch"].empty(shape, dtype=dtype, device=like.device)
+        # new_empty: like's device without building a torch.device per call (~1 us less than
+        # torch.empty(..., device=like.device) on a typical host; these calls are host-bound)
+        if dtype_code is None:
+            return like.new_empty(shape)
+        return like.new_empty(shape, dtype=_torch_dtype(dtype_code))
     np = sys.modules.get("numpy")
     if np is not None and isinstance(like, np.ndarray):
         dtype = like.dtype if dtype_code is None else _numpy_dtype(dtype_code)

@@ -66,7 +66,7 @@ def _torch_dtype_for(code: int):
 def _alloc(like, shape, code: int):
     """A contiguous tensor for elements of dtype code `code` (F32 or a byte format)."""
     if T.is_torch(like):
-        return sys.modules["torch"].empty(shape, dtype=_torch_dtype_for(code), device=like.device)
+        return like.new_empty(shape, dtype=_torch_dtype_for(code))  # like's device (see T.empty)
     np = sys.modules.get("numpy")
     if np is not None and isinstance(like, np.ndarray):
         return np.empty(shape, dtype=np.float32 if code == T.F32 else np.uint8)
