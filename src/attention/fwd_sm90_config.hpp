@@ -30,11 +30,12 @@ template <> struct FwdTile<64> : TilePolicy<192, 128, 3> {};   // 3 consumer war
 template <> struct FwdTile<128> : TilePolicy<128, 128, 2> {};  // 2 consumer warpgroups
 template <> struct FwdTile<256> : TilePolicy<128, 64, 2> {};   // 2 consumer warpgroups
 
-// Causal (and right-bounded window) d = 64 with short queries (seqlen_q <= 2048) runs 128-row
+// Causal (and right-bounded window) d = 64 with short queries (seqlen_q <= 1024) runs 128-row
 // tiles: on the diagonal a 192-row tile computes more masked scores, and at short S that waste and
-// the per-tile cost dominate (+15% at S = 512-1k); from S = 4k the 3-warpgroup tile wins (+5-10%).
+// the per-tile cost dominate (H100 A/B x cuDNN, 128x128 -> 192x96: S=512 0.82 -> 0.75, 1k 0.87 ->
+// 0.83); from 1.5k the 3-warpgroup tile wins (1.5k 0.91 -> 1.00, 2k 0.93 -> 0.99).
 struct FwdTileD64Causal : TilePolicy<128, 128, 2> {};
-constexpr long long kD64CausalTileMaxSeqlenQ = 2048;
+constexpr long long kD64CausalTileMaxSeqlenQ = 1024;
 // Above that, the 3-warpgroup tile with 96 keys per step: ptxas spills 136 bytes at 192x128 (160
 // registers per consumer) and none at 192x96, which pays on causal tiles (H100 A/B x cuDNN, bf16,
 // 192x128 -> 192x96: S=4k 0.985 -> 1.028, 8k 1.064 -> 1.100, 16k 1.095 -> 1.114) but not without a
