@@ -112,12 +112,17 @@ _torch_dtypes: dict | None = None
 
 
 def _torch_dtype(code: int):
+    """The torch dtype that stores dtype code `code`: fp8 codes as torch's fp8 dtypes (UE4M3 as
+    float8_e4m3fn), or uint8 where this torch lacks them; packed E2M1 as uint8."""
     global _torch_dtypes
     if _torch_dtypes is None:
         import torch
 
         _torch_dtypes = {F32: torch.float32, F16: torch.float16, BF16: torch.bfloat16,
-                         I32: torch.int32}
+                         I32: torch.int32, U8: torch.uint8, E2M1: torch.uint8}
+        for code_, name in ((E4M3, "float8_e4m3fn"), (E5M2, "float8_e5m2"),
+                            (UE8M0, "float8_e8m0fnu"), (UE4M3, "float8_e4m3fn")):
+            _torch_dtypes[code_] = getattr(torch, name, torch.uint8)
     return _torch_dtypes[code]
 
 

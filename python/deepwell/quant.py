@@ -47,26 +47,10 @@ def _choice(value, table: dict, name: str):
     return table[value]
 
 
-_torch_dtypes: dict = {}
-
-
-def _torch_dtype_for(code: int):
-    """torch dtype that stores `code` (F32, E4M3, E5M2, UE8M0, UE4M3), or uint8 where torch lacks
-    it."""
-    dtype = _torch_dtypes.get(code)
-    if dtype is None:
-        import torch
-
-        name = {T.F32: "float32", T.E4M3: "float8_e4m3fn", T.E5M2: "float8_e5m2",
-                T.UE8M0: "float8_e8m0fnu", T.UE4M3: "float8_e4m3fn"}.get(code)
-        dtype = _torch_dtypes[code] = getattr(torch, name, torch.uint8) if name else torch.uint8
-    return dtype
-
-
 def _alloc(like, shape, code: int):
     """A contiguous tensor for elements of dtype code `code` (F32 or a byte format)."""
     if T.is_torch(like):
-        return like.new_empty(shape, dtype=_torch_dtype_for(code))  # like's device (see T.empty)
+        return like.new_empty(shape, dtype=T._torch_dtype(code))  # like's device (see T.empty)
     np = sys.modules.get("numpy")
     if np is not None and isinstance(like, np.ndarray):
         return np.empty(shape, dtype=np.float32 if code == T.F32 else np.uint8)

@@ -47,10 +47,16 @@ __device__ __forceinline__ uint16_t to_f16_bits(float f) {
   return __half_as_ushort(__float2half_rn(f));
 }
 
+// Output bytes of one lane's chunk (32 for 2-byte outputs, 64 for fp32) and its 16-byte words.
+template <DType Out>
+constexpr int kOutBytes = kChunk * (Out == DType::kF32 ? 4 : 2);
+template <DType Out>
+constexpr int kOutWords = kOutBytes<Out> / 16;
+
 // Lane-by-lane store of one chunk (n valid elements at dst), for warps that cannot stage.
 template <DType Out>
-__device__ __forceinline__ void store_lane(void* out, int n, const uint4 (&w)[kChunk * (Out == DType::kF32 ? 4 : 2) / 16]) {
-  constexpr int kWords = kChunk * (Out == DType::kF32 ? 4 : 2) / 16;
+__device__ __forceinline__ void store_lane(void* out, int n, const uint4 (&w)[kOutWords<Out>]) {
+  constexpr int kWords = kOutWords<Out>;
   if (n == kChunk && aligned16(out)) {
 #pragma unroll
     for (int j = 0; j < kWords; ++j) static_cast<uint4*>(out)[j] = w[j];
@@ -73,8 +79,7 @@ __device__ __forceinline__ void store_lane(void* out, int n, const uint4 (&w)[kC
 template <Elem E, DType Out>
 __global__ void __launch_bounds__(256) dequantize_kernel(const DequantParams p) {
   constexpr bool kFp4 = E == Elem::kE2M1;
-  constexpr int kOutBytes = kChunk * (Out == DType::kF32 ? 4 : 2);  // one lane's output
-  constexpr int kWords = kOutBytes / 16;                             // its 16-byte words
+  constexpr int kBytes = kOutBytes<Out>, kWords = kOutWords<Out>;  // one lane's output
   __shared__ uint4 stage[256 * kWords];
   const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
   const uint32_t rl = p.cpr_div.div(t);
@@ -169,12 +174,12 @@ __global__ void __launch_bounds__(256) dequantize_kernel(const DequantParams p) 
     }
   }
 
-  char* dst = static_cast<char*>(p.out) + e0 * (kOutBytes / kChunk);
+  char* dst = static_cast<char*>(p.out) + e0 * (kBytes / kChunk);
   const int lane = threadIdx.x & 31;
   char* dst0 = reinterpret_cast<char*>(__shfl_sync(0xffffffffu, reinterpret_cast<uintptr_t>(dst), 0));
-  const bool contiguous = valid && n == kChunk && aligned16(dst0) && dst == dst0 + lane * kOutBytes;
+  const bool contiguous = valid && n == kChunk && aligned16(dst0) && dst == dst0 + lane * kBytes;
   if (__all_sync(0xffffffffu, contiguous)) {
-    uint4* s = stage + (threadIdx.x & ~31u) * kWords;  // this warp's 32 * kOutBytes
+    uint4* s = stage + (threadIdx.x & ~31u) * kWords;  // this warp's 32 * kBytes
     // Word j of lane l is kept at s[l * kWords + (j ^ swz(l))]: the XOR puts the 8 lanes of each
     // 128-bit store phase on distinct banks (a plain l * kWords + j layout conflicts 2- or 4-way).
     auto swz = [](int l) { return (l * kWords / 8) % kWords; };
