@@ -14,12 +14,12 @@
 // Scale policies (fp8_sm90_mainloop.cuh): ScaleTensorRow (scales in the epilogue), and
 // ScaleBlock1x128x128 (DeepSeek blocks promoted in the main loop).
 //
-// Compiled today (src/kernel_instances.cmake): only e4m3_kk_bf16_ws_128x192 (ScaleTensorRow,
-// 128x192, 4 stages, PromoteSerial, no cluster, StoreTma, TilesSerial). The block-scaled policy,
-// PromoteOverlapped, 192-column block tiles, kClusterM = 2, StoreRegisters and
-// TilesOverlapEpilogue passed the GPU tests (forced) but measured slower than, or no faster than,
-// what is compiled (docs/perf-notes.md, "GEMM: deepwell's fp8 main loop"), so no instance uses
-// them.
+// Compiled today (src/kernel_instances.cmake, rows of gemm_sm90_table.hpp): 128x192 tiles,
+// 4 stages, PromoteSerial, no cluster, StoreTma, TilesSerial, for e4m3 x e4m3 and e4m3 x e5m2
+// with tensor / row scales (bf16 or fp16 out) and for e4m3 block scales (bf16 or fp16 out).
+// PromoteOverlapped, kClusterM = 2, StoreRegisters and TilesOverlapEpilogue passed the GPU tests
+// (forced) but measured slower than, or no faster than, what is compiled (docs/perf-notes.md,
+// "GEMM: deepwell's fp8 main loop" and session 9), so no instance uses them.
 //
 // Include only from fp8_sm90_inst_*.cu files; each instantiates one configuration with
 // DW_SM90_FP8_INSTANCE (bottom of this file) as one row of gemm_sm90_table.hpp.
