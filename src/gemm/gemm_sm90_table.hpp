@@ -70,7 +70,8 @@ struct KernelSpec {
   X(e4m3_kk_f16_ws_128x192, kE4M3,      kF16,  true,     true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3e5m2_kk_bf16_ws_128x192, kE4M3xE5M2, kBF16, true, true,   kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3e5m2_kk_f16_ws_128x192, kE4M3xE5M2, kF16, true,  true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
-  X(e4m3_kk_f16_block_ws_128x128, kE4M3, kF16, true,     true,     kBlock,    128, 128, 128, 1, 1, kFp8Promoted, false)
+  X(e4m3_kk_bf16_block_ws_128x192, kE4M3, kBF16, true,   true,     kBlock,    128, 192, 128, 1, 1, kFp8Promoted, false)  \
+  X(e4m3_kk_f16_block_ws_128x192, kE4M3, kF16, true,     true,     kBlock,    128, 192, 128, 1, 1, kFp8Promoted, false)
 // clang-format on
 
 #define DW_SM90_DECLARE_KERNEL(name, ...) \
@@ -108,7 +109,8 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 //   otherwise the largest tile, with the decomposition below; swizzle 2 when N > 8192, M >= 4096
 //   fp8 groups with deepwell's own main loop (Schedule::kFp8Promoted; e4m3 x e4m3 and e4m3 x e5m2
 //       tensor / row scaling): that kernel wherever the CUTLASS kernel's plan is data-parallel (it has no
-//       split-K / stream-K; measured 0.88-0.89x torch._scaled_mm vs CUTLASS's 0.72-0.76x, H200)
+//       split-K / stream-K; measured 0.88-0.89x torch._scaled_mm vs CUTLASS's 0.72-0.76x, H200);
+//       block scaling: the same, and only where the own kernel's last wave is >= 80 % full
 //
 // Decomposition of the largest tile (T output tiles over all batches, S SMs):
 //
@@ -214,9 +216,17 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   }
   Plan p = plan_for(*largest, m, n, kdim, batch, sm_count);
   // deepwell's fp8 main loop replaces the CUTLASS kernel wherever that one would run
-  // data-parallel; split-K and stream-K plans (few tiles, ragged waves) stay on CUTLASS.
+  // data-parallel; split-K and stream-K plans (few tiles, ragged waves) stay on CUTLASS. With
+  // block scaling only where the own kernel's last wave is at least 80 % full: it has no split of
+  // a ragged last wave, and CUTLASS's block kernel, with its finer 128x128 tiles, wins wherever
+  // that wave is emptier (H100, 10 shapes, session 9: own / CUTLASS 1.06-1.19x at 85 % full,
+  // 0.70-0.98x at 21-67 %).
   if (own != nullptr && p.decomposition == Decomposition::kDataParallel) {
-    return plan_for(*own, m, n, kdim, batch, sm_count);
+    const int64_t own_tiles = ceil_div(m, own->tile_m) * ceil_div(n, own->tile_n) * batch;
+    const int64_t last = own_tiles % sms;
+    if (own->scaling != Scaling::kBlock || last == 0 || last * 5 >= sms * 4) {
+      return plan_for(*own, m, n, kdim, batch, sm_count);
+    }
   }
   if (p.decomposition == Decomposition::kDataParallel && n > 8192 && m >= 4096) p.swizzle = 2;
   return p;

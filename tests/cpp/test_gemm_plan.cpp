@@ -132,4 +132,27 @@ TEST(GemmPlan, OwnFp8MainLoopWhereCutlassWouldRunDataParallel) {
   EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
 }
 
+TEST(GemmPlan, OwnBlockScaledKernelOnlyWithAFullLastWave) {
+  constexpr auto block = [](const char* name, int tn, Schedule sched, bool sk) {
+    KernelSpec k = spec(name, 128, tn, sched, sk);
+    k.operands = Operands::kE4M3;
+    k.scaling = Scaling::kBlock;
+    return k;
+  };
+  constexpr KernelSpec cutlass = block("block cutlass", 128, Schedule::kCooperative, true);
+  constexpr KernelSpec own = block("block own", 192, Schedule::kFp8Promoted, false);
+  const KernelSpec* group[] = {&cutlass, &own};
+  // own 128x192 tiles, last wave 85 % full: the own kernel (measured 1.06-1.19x CUTLASS)
+  EXPECT_EQ(choose_plan(group, 2, 8192, 8192, 8192, 1, kSms).kernel, &own);       // 2752 tiles
+  EXPECT_EQ(choose_plan(group, 2, 8192, 8192, 16384, 1, kSms).kernel, &own);
+  EXPECT_EQ(choose_plan(group, 2, 16384, 7168, 2048, 1, kSms).kernel, &own);      // 4864 tiles
+  // emptier last waves: CUTLASS (own measured 0.93-0.98x)
+  EXPECT_EQ(choose_plan(group, 2, 4096, 7168, 16384, 1, kSms).kernel, &cutlass);  // 21 % full
+  EXPECT_EQ(choose_plan(group, 2, 2048, 7168, 16384, 1, kSms).kernel, &cutlass);  // 61 %
+  EXPECT_EQ(choose_plan(group, 2, 8192, 4096, 14336, 1, kSms).kernel, &cutlass);  // 67 %
+  EXPECT_EQ(choose_plan(group, 2, 4096, 4096, 4096, 1, kSms).kernel, &cutlass);   // 33 %
+  // a full last wave: 132 x 192 columns, 128 rows
+  EXPECT_EQ(choose_plan(group, 2, 128 * 2, 192 * 132, 4096, 1, kSms).kernel, &own);
+}
+
 }  // namespace

@@ -611,7 +611,8 @@ print("ok")
     ("e4m3_kk_f32_128x128,dp", "tensor,row", "float32", "float8_e4m3fn"),
     ("e4m3e5m2_kk_f32_128x128,dp", "tensor,row", "float32", "float8_e5m2"),
     ("e4m3_kk_f32_block_128x128,dp", "block", "float32", "float8_e4m3fn"),
-    ("e4m3_kk_f16_block_ws_128x128,dp", "block", "float16", "float8_e4m3fn")])
+    ("e4m3_kk_bf16_block_ws_128x192,dp", "block", "bfloat16", "float8_e4m3fn"),
+    ("e4m3_kk_f16_block_ws_128x192,dp", "block", "float16", "float8_e4m3fn")])
 def test_every_fp8_kernel_forced(force, grans, out, wdt):
     """Each fp8 kernel of the table on odd M / N / K (K = 1 and K not a multiple of 128 included),
     plain and fused epilogues, whatever the shape rules would pick (one subprocess per setting)."""
