@@ -56,12 +56,6 @@ struct Params {
   const float* scale_b_tensor;
   int32_t activation;
   EpilogueArgs epi;
-  // Split tail (SplitTail, fp8_sm90_scheduler.cuh): tiles from dp_tiles on run as `splits` units
-  // each; their partial sums go to `partials` (one slot per unit) and `counters` (one per tile
-  // and math warpgroup, zeroed before the launch) tells the last unit of a tile to reduce them.
-  int32_t dp_tiles, splits;
-  float* partials;
-  int32_t* counters;
 };
 
 template <bool kE5M2B_, class Scale_, int kBlockN_, int kStages_,
@@ -106,52 +100,7 @@ struct Fp8Kernel {
   static_assert(!Store::kTma || kBlockN % StoreTma::kBoxCols == 0, "D tile: whole TMA boxes");
   static_assert(!Tiles::kOverlapEpilogue || Promotion::kTemporaries == 1,
                 "the epilogue overlaps the next tile's first k-block only with PromoteSerial");
-  // The split tail runs units of one CTA (no cluster) with the serial tile loop.
-  static constexpr bool kSplitTail = kClusterM == 1 && !Tiles::kOverlapEpilogue;
-  static constexpr int64_t kPartialBytes = int64_t{kBlockM} * kBlockN * 4;  // one unit's sums
 };
-
-// A unit of the split tail, math warpgroup `wg`, thread `t` of it: stores its partial sums `acc`
-// to the unit's slot and counts itself in; the tile's last unit to arrive sums every slot in
-// split order into acc and returns true (it runs the epilogue), the others return false.
-template <class K>
-__device__ __forceinline__ bool reduce_split_unit(const Params& p, const WorkUnit& u, int wg,
-                                                  int t, float (&acc)[K::kAccRegs],
-                                                  int32_t* last_flag) {
-  constexpr int kVecs = K::kAccRegs / 4;  // float4 per thread; slot layout [wg][vec][thread]
-  const int32_t tail_tile = u.tile - p.dp_tiles;
-  auto slot = [&](int32_t split) {
-    return reinterpret_cast<float4*>(p.partials) +
-           ((int64_t{tail_tile} * p.splits + split) * 2 + wg) * (kVecs * 128);
-  };
-  float4* mine = slot(u.split);
-#pragma unroll
-  for (int i = 0; i < kVecs; ++i) {
-    mine[i * 128 + t] = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
-  }
-  __threadfence();  // the slot is visible before the count says so
-  warpgroup_barrier(1 + wg);
-  if (t == 0) *last_flag = atomicAdd(p.counters + tail_tile * 2 + wg, 1);
-  warpgroup_barrier(1 + wg);
-  if (*last_flag != p.splits - 1) return false;
-  __threadfence();
-  // Every slot, its own included, in split order: the same sum whichever unit arrives last.
-#pragma unroll
-  for (int i = 0; i < K::kAccRegs; ++i) acc[i] = 0.0f;
-#pragma unroll 1
-  for (int32_t j = 0; j < p.splits; ++j) {
-    const float4* part = slot(j);
-#pragma unroll
-    for (int i = 0; i < kVecs; ++i) {
-      const float4 v = __ldcg(part + i * 128 + t);  // from L2: written by other SMs
-      acc[4 * i] += v.x;
-      acc[4 * i + 1] += v.y;
-      acc[4 * i + 2] += v.z;
-      acc[4 * i + 3] += v.w;
-    }
-  }
-  return true;
-}
 
 template <class K>
 __global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_constant__ Params p) {
@@ -209,20 +158,11 @@ __global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_c
   if constexpr (K::Tiles::kOverlapEpilogue) {
     tiles_overlapped<K>(p, sm, sched, warpgroup, row, lane, tile_epilogue);
   } else {
-    __shared__ int32_t last_flag[2];  // reduce_split_unit's count, per math warpgroup
     PipelineState<K::kStages> st;
     float acc[K::kAccRegs];
-    const SplitTail tail{p.dp_tiles, p.splits, p.k_blocks};
-    for (int32_t w = sched.first; w < tail.units(sched.tiles); w += sched.stride) {
-      const WorkUnit u = tail.unit(w);
-      const TileCoord c = sched.coord(u.tile);
-      mainloop_tile<K>(p, sm, st, c, warpgroup, row, lane, u.kb_begin, u.kb_end, acc);
-      if constexpr (K::kSplitTail) {
-        if (u.split >= 0 &&
-            !reduce_split_unit<K>(p, u, warpgroup, threadIdx.x % 128, acc, &last_flag[warpgroup])) {
-          continue;
-        }
-      }
+    for (int32_t t = sched.first; t < sched.tiles; t += sched.stride) {
+      const TileCoord c = sched.coord(t);
+      mainloop_tile<K>(p, sm, st, c, warpgroup, row, lane, acc);
       tile_epilogue(c, acc);
     }
   }
@@ -275,50 +215,7 @@ struct Fp8Launcher {
            !k.stream_k;
   }
 
-  // The split tail of a launch (SplitTail): none unless the plan asks for split-K (every tile)
-  // or stream-K (the tiles past the last whole wave of the grid), this configuration supports it
-  // and there are at least 2 k-blocks to split.
-  struct Tail {
-    int32_t dp_tiles = 0, splits = 1;
-    int64_t tail_tiles = 0;
-    size_t partial_bytes = 0, bytes = 0;  // workspace: partial sums, then the counters
-  };
-  static Tail tail_plan(const Launch& l, int64_t tiles, int32_t k_blocks, int resident) {
-    Tail tl;
-    tl.dp_tiles = static_cast<int32_t>(tiles);
-    if (!K::kSplitTail || l.decomposition == Decomposition::kDataParallel || k_blocks < 2 ||
-        resident <= 0) {
-      return tl;
-    }
-    const int64_t dp = l.decomposition == Decomposition::kSplitK ? 0 : tiles - tiles % resident;
-    const int64_t rest = tiles - dp;
-    if (rest == 0) return tl;
-    int64_t splits = l.splits >= 2 ? l.splits : resident / rest;
-    if (splits > k_blocks) splits = k_blocks;
-    if (splits < 2 || dp + rest * splits > 0x7fffffff) return tl;
-    tl.dp_tiles = static_cast<int32_t>(dp);
-    tl.splits = static_cast<int32_t>(splits);
-    tl.tail_tiles = rest;
-    tl.partial_bytes = static_cast<size_t>(rest * splits * K::kPartialBytes);
-    tl.bytes = tl.partial_bytes + static_cast<size_t>(rest * 2 * 4);
-    return tl;
-  }
-  static int64_t tile_count(const Launch& l) {
-    return int64_t{(l.m + K::kBlockM - 1) / K::kBlockM + K::kClusterM - 1} / K::kClusterM *
-           ((l.n + K::kBlockN - 1) / K::kBlockN) * l.batch;
-  }
-  static int resident_ctas(const Launch& l) {
-    int device = 0;
-    cudaGetDevice(&device);
-    int sms = l.sm_count;
-    if (sms <= 0) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    return device_setup(device, sms);
-  }
-
-  static size_t workspace(const Launch& l) {
-    return tail_plan(l, tile_count(l), static_cast<int32_t>((l.k + K::kBlockK - 1) / K::kBlockK),
-                     resident_ctas(l)).bytes;
-  }
+  static size_t workspace(const Launch&) { return 0; }
 
   // The launch of `grid` CTAs of this kernel: block size, shared memory and, for clusters, the
   // cluster-dimension attribute (kept in *attr, which must outlive the returned config).
@@ -369,9 +266,14 @@ struct Fp8Launcher {
       return Status(StatusCode::kCudaError,
                     "gemm_fp8: the driver does not provide cuTensorMapEncodeTiled");
     }
+    if (l.decomposition != Decomposition::kDataParallel) {
+      return Status(StatusCode::kInternal, "gemm_fp8: this kernel runs data-parallel plans only");
+    }
     int device = 0;
     cudaGetDevice(&device);
-    const int resident = resident_ctas(l);
+    int sms = l.sm_count;
+    if (sms <= 0) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    const int resident = device_setup(device, sms);
     if (resident <= 0) {
       return Status(StatusCode::kCudaError,
                     "gemm_fp8: could not set up the kernel (shared-memory limit, cluster "
@@ -456,26 +358,8 @@ struct Fp8Launcher {
     if (tiles * K::kClusterM > 0x7fffffff) {
       return Status(StatusCode::kNotSupported, "gemm_fp8: more than 2^31 output tiles");
     }
-    // The split tail when the plan asks for one and the workspace holds it (else whole tiles).
-    Tail tl = tail_plan(l, tiles, p.k_blocks, resident);
-    if (tl.bytes > 0 && (l.workspace == nullptr || l.workspace_size < tl.bytes)) tl = Tail{};
-    if (tl.bytes == 0) tl.dp_tiles = static_cast<int32_t>(tiles);
-    p.dp_tiles = tl.dp_tiles;
-    p.splits = tl.splits;
-    const int64_t units = tl.dp_tiles + tl.tail_tiles * tl.splits;
-    if (tl.bytes > 0) {
-      p.partials = static_cast<float*>(l.workspace);
-      p.counters = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(l.workspace) + tl.partial_bytes);
-      const cudaError_t err = cudaMemsetAsync(p.counters, 0, tl.bytes - tl.partial_bytes,
-                                              static_cast<cudaStream_t>(l.stream));
-      if (err != cudaSuccess) {
-        return Status(StatusCode::kCudaError,
-                      std::string("gemm_fp8: zeroing the split counters failed: ") +
-                          cudaGetErrorName(err));
-      }
-    }
     const int64_t clusters = resident / K::kClusterM;
-    const int grid = static_cast<int>((units < clusters ? units : clusters) * K::kClusterM);
+    const int grid = static_cast<int>((tiles < clusters ? tiles : clusters) * K::kClusterM);
     if (grid == 0) return Status::Ok();
     cudaLaunchAttribute attr;
     const cudaLaunchConfig_t config =

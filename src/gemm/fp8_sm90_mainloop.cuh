@@ -167,17 +167,15 @@ __device__ __forceinline__ void produce(const Params& p, const typename K::Smem&
   // the cluster (multicast); its empty barriers count the math warps of all of them.
   constexpr int kBRows = K::kBlockN / K::kClusterM;
   const int32_t b_row0 = sched.rank * kBRows;
-  const SplitTail tail{p.dp_tiles, p.splits, p.k_blocks};
-  for (int32_t w = sched.first; w < tail.units(sched.tiles); w += sched.stride) {
-    const WorkUnit u = tail.unit(w);
-    const TileCoord c = sched.coord(u.tile);
+  for (int32_t t = sched.first; t < sched.tiles; t += sched.stride) {
+    const TileCoord c = sched.coord(t);
     const int32_t m0 = c.m_block * K::kBlockM, n0 = c.n_block * K::kBlockN;
     // A cluster's CTA past the last m-block only loads its share of B for its peers (its math
     // warpgroups compute on stale A data and store nothing).
     const bool load_a = K::kClusterM == 1 || c.m_block < p.m_blocks;
     const uint32_t tx = load_a ? K::Smem::kStageTxBytes
                                : K::Smem::kStageTxBytes - K::Smem::kABytes - K::Smem::kSfaBytes;
-    for (int32_t kb = u.kb_begin; kb < u.kb_end; ++kb) {
+    for (int32_t kb = 0; kb < p.k_blocks; ++kb) {
       mbar_wait(sm.empty(st.stage), st.phase ^ 1);  // the first round passes at once
       uint64_t* full = sm.full(st.stage);
       mbar_arrive_expect_tx(full, tx);
@@ -323,12 +321,12 @@ __device__ __forceinline__ MathKBlock<K, Params> tile_math(const Params& p,
   return MathKBlock<K, Params>{p, sm, wg, row, lane, sfb, sfb2, first_chunks};
 }
 
-// k-blocks kb0 .. kb1 - 1 of a tile, serial promotion into `acc`.
+// k-blocks kb0 .. k_blocks - 1 of a tile, serial promotion into `acc`.
 template <class K, class Params>
 __device__ __forceinline__ void kloop_serial(const MathKBlock<K, Params>& mk,
                                              PipelineState<K::kStages>& st, int32_t kb0,
-                                             int32_t kb1, float (&acc)[K::kAccRegs]) {
-  for (int32_t kb = kb0; kb < kb1; ++kb) {
+                                             float (&acc)[K::kAccRegs]) {
+  for (int32_t kb = kb0; kb < mk.p.k_blocks; ++kb) {
     float tmp[K::kAccRegs];
     const KBlockScales sc = mk.issue(st.stage, st.phase, kb, tmp);
     wgmma_wait<0>();
@@ -338,12 +336,12 @@ __device__ __forceinline__ void kloop_serial(const MathKBlock<K, Params>& mk,
   }
 }
 
-// One tile's k-loop over k-blocks kb0 .. kb1 - 1 for math warpgroup `wg` (rows wg * 64 .. + 63 of
-// the tile): acc = those k-blocks' fp32 sums, promoted every k-block.
+// One tile's k-loop for math warpgroup `wg` (rows wg * 64 .. + 63 of the tile): acc = the tile's
+// fp32 sums, promoted every k-block.
 template <class K, class Params>
 __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K::Smem& sm,
                                               PipelineState<K::kStages>& st, const TileCoord& c,
-                                              int wg, int row, int lane, int32_t kb0, int32_t kb1,
+                                              int wg, int row, int lane,
                                               float (&acc)[K::kAccRegs]) {
   constexpr int kRegs = K::kAccRegs;
   const MathKBlock<K, Params> mk = tile_math<K>(p, sm, c, wg, row, lane);
@@ -351,18 +349,18 @@ __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K:
   for (int i = 0; i < kRegs; ++i) acc[i] = 0.0f;
 
   if constexpr (K::Promotion::kTemporaries == 1) {
-    kloop_serial<K>(mk, st, kb0, kb1, acc);
-  } else if (kb0 < kb1) {
+    kloop_serial<K>(mk, st, 0, acc);
+  } else {
     // Two temporaries in turn: t0 holds even k-blocks, t1 odd ones; k-block kb + 1 is issued
     // before k-block kb is promoted. `nx` is the stage of the next k-block to issue. The loop is
     // written out for both halves so each temporary stays a fixed set of registers (an indexed
     // pair of arrays would go to local memory).
     float t0[kRegs], t1[kRegs];
     PipelineState<K::kStages> nx = st;
-    KBlockScales sc0 = mk.issue(nx.stage, nx.phase, kb0, t0), sc1{};
+    KBlockScales sc0 = mk.issue(nx.stage, nx.phase, 0, t0), sc1{};
     nx.advance();
-    for (int32_t kb = kb0; kb < kb1; kb += 2) {
-      if (kb + 1 < kb1) {
+    for (int32_t kb = 0; kb < p.k_blocks; kb += 2) {
+      if (kb + 1 < p.k_blocks) {
         sc1 = mk.issue(nx.stage, nx.phase, kb + 1, t1);
         nx.advance();
         wgmma_wait<1>();
@@ -372,8 +370,8 @@ __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K:
       mk.release(st.stage);
       st.advance();
       mk.promote(acc, t0, sc0);
-      if (kb + 1 >= kb1) break;
-      if (kb + 2 < kb1) {
+      if (kb + 1 >= p.k_blocks) break;
+      if (kb + 2 < p.k_blocks) {
         sc0 = mk.issue(nx.stage, nx.phase, kb + 2, t0);
         nx.advance();
         wgmma_wait<1>();
@@ -400,7 +398,7 @@ __device__ __forceinline__ void tiles_overlapped(const Params& p, const typename
   int32_t t = sched.first;
   if (t >= sched.tiles) return;
   TileCoord c = sched.coord(t);
-  mainloop_tile<K>(p, sm, st, c, wg, row, lane, 0, p.k_blocks, acc);
+  mainloop_tile<K>(p, sm, st, c, wg, row, lane, acc);
   for (t += sched.stride; t < sched.tiles; t += sched.stride) {
     const TileCoord done = c;
     c = sched.coord(t);
@@ -414,7 +412,7 @@ __device__ __forceinline__ void tiles_overlapped(const Params& p, const typename
     for (int i = 0; i < kRegs; ++i) acc[i] = 0.0f;
     mk.promote(acc, tmp, sc);
     st.advance();
-    kloop_serial<K>(mk, st, 1, p.k_blocks, acc);
+    kloop_serial<K>(mk, st, 1, acc);
   }
   epilogue(c, acc);
 }

@@ -52,26 +52,4 @@ struct GroupedTileScheduler {
   }
 };
 
-// A unit of work: k-blocks [kb_begin, kb_end) of tile `tile`; `split` >= 0 for a unit of the split
-// tail (its partial sums go through the workspace), -1 for a whole tile.
-struct WorkUnit {
-  int32_t tile, kb_begin, kb_end, split;
-};
-
-// The persistent grid's work: tiles [0, dp_tiles) whole (whole waves of the grid), then each
-// remaining tile cut into `splits` k-ranges, one unit each, so that a ragged last wave of a few
-// whole tiles becomes a wave of (tiles - dp_tiles) * splits short units. dp_tiles = tiles: none.
-struct SplitTail {
-  int32_t dp_tiles, splits, k_blocks;
-
-  __device__ __forceinline__ int32_t units(int32_t tiles) const {
-    return dp_tiles + (tiles - dp_tiles) * splits;
-  }
-  __device__ __forceinline__ WorkUnit unit(int32_t w) const {
-    if (w < dp_tiles) return WorkUnit{w, 0, k_blocks, -1};
-    const int32_t u = w - dp_tiles, j = u % splits;
-    return WorkUnit{dp_tiles + u / splits, j * k_blocks / splits, (j + 1) * k_blocks / splits, j};
-  }
-};
-
 }  // namespace deepwell::matmul::sm90::fp8

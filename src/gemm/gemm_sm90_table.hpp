@@ -140,20 +140,6 @@ constexpr Plan plan_for(const KernelSpec& k, int64_t m, int64_t n, int64_t kdim,
   const int64_t tiles = ceil_div(m, k.tile_m) * ceil_div(n, k.tile_n) * batch;
   const int64_t k_tiles = ceil_div(kdim, k.tile_k);
   const int64_t sms = sm_count > 0 ? sm_count : 132;
-  if (k.schedule == Schedule::kFp8Promoted) {
-    // deepwell's fp8 kernel: whole tiles, except where its last wave would be less than 60 % full
-    // and K has at least 8 k-blocks: the tiles of that wave are split along K (a split tail:
-    // stream-K; split-K when there is no whole wave), so it holds up to one unit per SM.
-    const int64_t last = tiles % sms;
-    if (k_tiles < 8 || last == 0 || last * 10 >= sms * 6) return p;
-    int64_t splits = sms / last;
-    if (splits > k_tiles / 4) splits = k_tiles / 4;
-    if (splits > 8) splits = 8;
-    if (splits < 2) return p;
-    p.decomposition = tiles >= sms ? Decomposition::kStreamK : Decomposition::kSplitK;
-    p.splits = static_cast<int32_t>(splits);
-    return p;
-  }
   if (!k.stream_k) return p;
   if (tiles >= sms) {
     const int64_t last = tiles % sms;

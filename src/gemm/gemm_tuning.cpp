@@ -133,10 +133,7 @@ bool tuned_plan(const std::string& group, int64_t m, int64_t n, int64_t k, int64
   }
   if (e == nullptr) return false;
   plan->kernel = e->kernel;
-  // CUTLASS kernels built with the stream-K scheduler, and deepwell's fp8 kernel (split tail), take
-  // any decomposition; the others run data-parallel.
-  const bool any = e->kernel->stream_k || e->kernel->schedule == Schedule::kFp8Promoted;
-  plan->decomposition = any ? e->decomposition : Decomposition::kDataParallel;
+  plan->decomposition = e->kernel->stream_k ? e->decomposition : Decomposition::kDataParallel;
   plan->splits = e->splits < 1 ? 1 : e->splits;
   plan->raster = e->raster;
   plan->swizzle = e->swizzle == 2 || e->swizzle == 4 || e->swizzle == 8 ? e->swizzle : 1;

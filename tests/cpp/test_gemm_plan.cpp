@@ -111,11 +111,10 @@ TEST(GemmPlan, OwnFp8MainLoopWhereCutlassWouldRunDataParallel) {
   constexpr KernelSpec own = spec("fp8 own", 128, 128, Schedule::kFp8Promoted, false);
   for (const auto& group : {std::array<const KernelSpec*, 2>{&cutlass, &own},
                             std::array<const KernelSpec*, 2>{&own, &cutlass}}) {
-    // 8192^3: 4096 tiles, data-parallel -> the own kernel, whose 4-tile last wave is split
+    // 8192^3: 4096 tiles, data-parallel -> the own kernel
     Plan p = choose_plan(group.data(), 2, 8192, 8192, 8192, 1, kSms);
     EXPECT_EQ(p.kernel, &own);
-    EXPECT_EQ(p.decomposition, Decomposition::kStreamK);
-    EXPECT_EQ(p.splits, 8);
+    EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
     EXPECT_EQ(p.swizzle, 1);
     // M = 128: split-K on CUTLASS
     p = choose_plan(group.data(), 2, 128, 6144, 4096, 1, kSms);
@@ -126,38 +125,11 @@ TEST(GemmPlan, OwnFp8MainLoopWhereCutlassWouldRunDataParallel) {
     EXPECT_EQ(p.kernel, &cutlass);
     EXPECT_EQ(p.decomposition, Decomposition::kStreamK);
   }
-  // a group of the own kernel alone: 48 tiles, split-K 2 (132 / 48)
+  // a group of the own kernel alone: data-parallel
   const KernelSpec* only[] = {&own};
   Plan p = choose_plan(only, 1, 128, 6144, 4096, 1, kSms);
   EXPECT_EQ(p.kernel, &own);
-  EXPECT_EQ(p.decomposition, Decomposition::kSplitK);
-  EXPECT_EQ(p.splits, 2);
-  // short K (fewer than 8 k-blocks): whole tiles
-  p = choose_plan(only, 1, 128, 6144, 448, 1, kSms);
   EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
-}
-
-TEST(GemmPlan, OwnFp8KernelSplitsARaggedLastWave) {
-  constexpr KernelSpec own = [] {
-    KernelSpec k = spec("fp8 own 128x192", 128, 192, Schedule::kFp8Promoted, false);
-    k.tile_k = 128;
-    return k;
-  }();
-  const KernelSpec* only[] = {&own};
-  // 4096x7168x16384: 1216 tiles, last wave 28 (21 %): its tiles split 4 ways (112 units)
-  Plan p = choose_plan(only, 1, 4096, 7168, 16384, 1, kSms);
-  EXPECT_EQ(p.decomposition, Decomposition::kStreamK);
-  EXPECT_EQ(p.splits, 4);
-  // 8192^3: 2752 tiles, last wave 112 (85 %): whole tiles
-  p = choose_plan(only, 1, 8192, 8192, 8192, 1, kSms);
-  EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
-  // 4096^3: 704 tiles, last wave 44: 3 splits; at most 8 splits, and K / 4 blocks per split
-  p = choose_plan(only, 1, 4096, 4096, 4096, 1, kSms);
-  EXPECT_EQ(p.splits, 3);
-  p = choose_plan(only, 1, 128 * 133, 192, 65536, 1, kSms);  // 133 tiles, 1 in the last wave
-  EXPECT_EQ(p.splits, 8);
-  p = choose_plan(only, 1, 128 * 133, 192, 1280, 1, kSms);  // 10 k-blocks: 2 splits
-  EXPECT_EQ(p.splits, 2);
 }
 
 TEST(GemmPlan, OwnBlockScaledKernelOnlyWithAFullLastWave) {

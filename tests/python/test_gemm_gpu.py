@@ -579,9 +579,6 @@ for m, n, k in [(1, 7, 1024), (7, 1000, 304), (1000, 1104, 520), (4097, 136, 820
             if epi == "plain":
                 deepwell.gemm_fp8(a, w.t(), sa, sb, granularity=gran, out=out)
                 ref = ad @ bd.t()
-                again = out16(m, n, float("nan"))  # bitwise the same on a second run
-                deepwell.gemm_fp8(a, w.t(), sa, sb, granularity=gran, out=again)
-                assert torch.equal(out, again), (gran, "repeat", m, n, k)
             else:
                 deepwell.gemm_fp8(a, w.t(), sa, sb, granularity=gran, bias=bias,
                                   activation="gelu_tanh", residual=res, alpha=0.5, out=out)
@@ -615,13 +612,7 @@ print("ok")
     ("e4m3e5m2_kk_f32_128x128,dp", "tensor,row", "float32", "float8_e5m2"),
     ("e4m3_kk_f32_block_128x128,dp", "block", "float32", "float8_e4m3fn"),
     ("e4m3_kk_bf16_block_ws_128x192,dp", "block", "bfloat16", "float8_e4m3fn"),
-    ("e4m3_kk_f16_block_ws_128x192,dp", "block", "float16", "float8_e4m3fn"),
-    # deepwell's fp8 kernel with its split tail: the tiles past the last whole wave (here: all)
-    # cut along K, partial sums reduced through the workspace
-    ("e4m3_kk_bf16_ws_128x192,streamk,3", "tensor,row", "bfloat16", "float8_e4m3fn"),
-    ("e4m3_kk_bf16_ws_128x192,splitk,8", "tensor,row", "bfloat16", "float8_e4m3fn"),
-    ("e4m3e5m2_kk_f16_ws_128x192,splitk,2", "tensor,row", "float16", "float8_e5m2"),
-    ("e4m3_kk_bf16_block_ws_128x192,streamk,4", "block", "bfloat16", "float8_e4m3fn")])
+    ("e4m3_kk_f16_block_ws_128x192,dp", "block", "float16", "float8_e4m3fn")])
 def test_every_fp8_kernel_forced(force, grans, out, wdt):
     """Each fp8 kernel of the table on odd M / N / K (K = 1 and K not a multiple of 128 included),
     plain and fused epilogues, whatever the shape rules would pick (one subprocess per setting)."""
