@@ -175,9 +175,7 @@ __global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_c
 // ------------------------------------------------------------------------------------------ host
 
 // cuTensorMapEncodeTiled of the driver, resolved once (core/cuda_driver.hpp); nullptr when absent.
-inline deepwell::detail::TensorMapEncodeTiledFn encode_tiled() {
-  return deepwell::detail::driver_encode_tiled();
-}
+using deepwell::detail::driver_encode_tiled;
 
 // A K-major fp8 operand (rows, K) per batch with leading dimension `ld` and batch stride `bs`
 // (elements = bytes), read in boxes of 128 (K) x `box_rows` with 128-byte swizzling. Rows and K
@@ -190,11 +188,10 @@ inline Status encode_operand(CUtensorMap* map, const void* base, int64_t rows, i
   const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld), static_cast<cuuint64_t>(bs)};
   const cuuint32_t box[3] = {128, box_rows, 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
-  const CUresult r = encode_tiled()(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<void*>(base),
-                                    dims, strides, box, elem_strides,
-                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r = driver_encode_tiled()(
+      map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<void*>(base), dims, strides, box,
+      elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     return Status(StatusCode::kInternal,
                   "gemm_fp8: cuTensorMapEncodeTiled failed for an operand (" + std::to_string(r) + ")");
@@ -262,7 +259,7 @@ struct Fp8Launcher {
   }
 
   static Status launch(const Launch& l) {
-    if (encode_tiled() == nullptr) {
+    if (driver_encode_tiled() == nullptr) {
       return Status(StatusCode::kCudaError,
                     "gemm_fp8: the driver does not provide cuTensorMapEncodeTiled");
     }
@@ -298,7 +295,7 @@ struct Fp8Launcher {
       const cuuint64_t strides[1] = {static_cast<cuuint64_t>(l.sfa_ld) * 4};
       const cuuint32_t box[2] = {128, 1};
       const cuuint32_t elem_strides[2] = {1, 1};
-      const CUresult r = encode_tiled()(
+      const CUresult r = driver_encode_tiled()(
           &p.tma_sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(l.sfa), dims,
           strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
           CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -320,7 +317,7 @@ struct Fp8Launcher {
                                      static_cast<cuuint64_t>(l.batch_d) * 2};
       const cuuint32_t box[3] = {StoreTma::kBoxCols, StoreTma::kBoxRows, 1};
       const cuuint32_t elem_strides[3] = {1, 1, 1};
-      const CUresult r = encode_tiled()(
+      const CUresult r = driver_encode_tiled()(
           &p.tma_d, K::Out::kIsF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
           3, l.d, dims, strides, box, elem_strides,
           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
