@@ -2,26 +2,30 @@
 // data = quantize(x) and data_t = quantize(x^T) of a 2-D, contiguous x (R, K), both from ONE read
 // of x; kFp8Block128x128 (any batch, with or without data_t) goes through the same kernel.
 //
-// quantize_tile_kernel: a 256-thread CTA walks `tiles_per_cta` tiles of 128 rows x TK columns
-// (TK = 128 for the 128-long groups of kFp8Block1x128 / kFp8Block128x128, 64 otherwise) down one
-// column strip of x, double-buffered: the 16-byte cp.async loads of tile t+1 are in flight while
-// tile t is encoded (edge and unaligned tiles are loaded with plain element loads, zero-filled:
-// zeros do not change an amax). Per tile:
+// quantize_tile_kernel<In, Fmt>: Fmt (TileFormat) fixes the format and element type at compile
+// time, so the scale rule of a chunk is straight-line code. A 256-thread CTA walks
+// `tiles_per_cta` tiles of 128 rows x kTK columns (kTK = 128 for the 128-long groups of
+// kFp8Block1x128 / kFp8Block128x128, 64 otherwise) down one column strip of x, double-buffered:
+// the 16-byte cp.async loads of tile t+1 are in flight while tile t is encoded (edge and
+// unaligned tiles are loaded with plain element loads, zero-filled: zeros do not change an amax).
+// Per tile:
 //  0. kFp8Block128x128: the tile's amax (block reduce) is the block's scale.
-//  1. rows: each thread encodes 16-element chunks of tile rows (group amax over block/16 adjacent
-//     lanes with shuffles, as quantize_groups_kernel) and stores them to data.
+//  1. rows: each thread encodes 16-element chunks of tile rows (group amax over kBlock/16
+//     adjacent lanes with shuffles, as quantize_groups_kernel) and stores them to data.
 //  2. columns (when data_t is requested): a unit is (column pair, 16 rows); the 32 lanes of a
-//     warp take the 8 row chunks (16 rows each) of 4 adjacent column pairs, so that their 16-byte
-//     code stores (fp4: 8-byte) cover whole 128-byte (fp4: 64-byte) segments of 4 data_t rows:
-//     full sectors and lines instead of 32 rows x 16 bytes per store instruction, which loaded L2
-//     with partial-sector writes (ncu, H100: L2 at 77 % of peak, DRAM at 44 %, mxfp8 +T). The
-//     tile sits in shared memory XOR-swizzled in 16-byte units by row chunk, so those 8 rows of a
-//     unit fall in 8 different bank groups (no conflicts). For group scales, pass 1 writes the
-//     amax of every (column, 16 rows) to shared memory and pass 2 combines block/16 of them. The
-//     16 codes of a unit go to a data_t row with one 16-byte store (fp4: 8), or, when the rows of
-//     data_t are not 16-byte aligned (R % 16 != 0), through shared memory, written out by whole
-//     warps along each data_t row (32 consecutive bytes per store instruction, instead of 16
-//     single-byte stores per lane, each to a different row).
+//     warp take the 8 row chunks (lane & 7) of 4 adjacent column pairs, so that their 16-byte
+//     code stores (fp4: 8-byte) cover whole 128-byte (fp4: 64-byte) segments of 4 data_t rows,
+//     and the chunks of a column's scale group sit in adjacent lanes: the group amax is a
+//     shuffle, as for rows. A unit's 16 rows are read as 16 4-byte words (two 16-bit columns per
+//     word) whose addresses differ by constants.
+// The tile sits in shared memory XOR-swizzled in 16-byte units by row chunk (unit u of row rr at
+// u ^ (rr / 16 % 8)), so the 8 rows 16 apart that a warp's column reads touch fall in 8
+// different bank groups; the row pass and cp.async move whole units.
+// Amaxes of 16-bit inputs are taken on packed pairs (__vmaxu2 of |x| bits: the bits of
+// non-negative bf16/f16 values order like the values, NaN above Inf), one instruction per two
+// elements. When the rows of data_t are not 16-byte aligned (R % 16 != 0) the column codes go
+// through shared memory and whole warps write each data_t row (32 consecutive bytes per store
+// instruction instead of 16 single-byte stores per lane).
 // Scales and codes come from codec.hpp through encode_chunk, exactly as the row kernels.
 //
 // kFp8Tensor and kNvfp4 read the tensor amax of launch_amax (quantize_sm90.cu) or the caller's;
@@ -52,28 +56,155 @@ struct TileParams {
   uint8_t* data_t;  // (K, R) codes, or null (no transposed copy)
   void* scales_t;   // its scales (kFp8Row: the finished per-column scales of x)
   const uint32_t* amax;  // tensor amax bits (kFp8Tensor, kNvfp4)
-  QuantFormat format;
   bool rceil, pow2, swizzle;
   bool vec_ok;      // x and its rows are 16-byte aligned: 16-byte loads on full tiles
   bool stage_t;     // data_t rows are not 16-byte aligned: stage its codes in shared memory
-  int block;        // scale group (16, 32, 128) in both directions; 16 for kFp8Tensor / kFp8Row
-  int block_shift;  // log2(block)
   int64_t C, Ct;    // scale columns of data (per row of x) and of data_t (per column of x)
   int64_t tile_row0;  // first CTA row of this launch (gridDim.y is at most 65535)
+};
+
+// The format of a tile launch, fixed at compile time.
+template <QuantFormat F, Elem E>
+struct TileFormat {
+  static constexpr QuantFormat kFormat = F;
+  static constexpr Elem kElem = E;
+  // scale group along the encoded direction, rows and columns alike; 0: a fixed scale (the
+  // tensor's, the row's or column's, or the 128x128 block's)
+  static constexpr int kBlock = F == QuantFormat::kNvfp4                                  ? 16
+                                : F == QuantFormat::kMxfp8 || F == QuantFormat::kMxfp4 ? 32
+                                : F == QuantFormat::kFp8Block1x128                     ? 128
+                                                                                       : 0;
+  static constexpr int kTpg = kBlock == 0 ? 1 : kBlock / kChunk;  // chunks (lanes) per group
+  static constexpr int kShift = kBlock == 128 ? 7 : kBlock == 32 ? 5 : 4;  // log2(kBlock)
+  static constexpr bool kBlock128 = F == QuantFormat::kFp8Block128x128;
+  static constexpr int kTK = F == QuantFormat::kFp8Block1x128 || kBlock128 ? 128 : 64;
+  static_assert(kBlock == 0 || (1 << kShift) == kBlock, "kShift is log2(kBlock)");
+  static_assert((E == Elem::kE2M1) == (F == QuantFormat::kMxfp4 || F == QuantFormat::kNvfp4),
+                "e2m1 codes exactly for the fp4 formats");
 };
 
 // Raw storage of an input element in shared memory, and its exact fp32 value.
 template <class In>
 using Raw = std::conditional_t<sizeof(In) == 4, uint32_t, uint16_t>;
 
+// fp32 value of the low / high 16-bit element of a word (bf16 -> f32 is a shift; f16 converts
+// exactly), or of a whole f32 word.
 template <class In>
-__device__ __forceinline__ float raw_to_f32(uint32_t r) {
+__device__ __forceinline__ float lo_f32(uint32_t w) {
   if constexpr (sizeof(In) == 4) {
-    return __uint_as_float(r);
+    return __uint_as_float(w);
   } else if constexpr (std::is_same_v<In, __half>) {
-    return __half2float(__ushort_as_half(static_cast<uint16_t>(r)));
+    return __half2float(__ushort_as_half(static_cast<uint16_t>(w & 0xffffu)));
   } else {
-    return __uint_as_float(r << 16);  // bf16 -> f32 is exact
+    return __uint_as_float(w << 16);
+  }
+}
+template <class In>
+__device__ __forceinline__ float hi_f32(uint32_t w) {
+  if constexpr (std::is_same_v<In, __half>) {
+    return __half2float(__ushort_as_half(static_cast<uint16_t>(w >> 16)));
+  } else {
+    return __uint_as_float(w & 0xffff0000u);
+  }
+}
+
+// |x| bits of a 16-bit element (0..0xffff, sign cleared) as the fp32 bits of |x|: the conversion
+// is exact and monotone, so a max taken on 16-bit bits equals the max of abs_bits(float(x)).
+template <class In>
+__device__ __forceinline__ uint32_t abs16_to_f32_bits(uint32_t a) {
+  if constexpr (std::is_same_v<In, __half>) {
+    return abs_bits(__half2float(__ushort_as_half(static_cast<uint16_t>(a))));
+  } else {
+    return a << 16;
+  }
+}
+
+// Packed |x| maxima of 16-bit pairs: element-wise (low halves, high halves) max of w[i] & 0x7fff.
+template <int N>
+__device__ __forceinline__ uint32_t pair_abs_max(const uint32_t (&w)[N]) {
+  uint32_t m = w[0] & 0x7fff7fffu;
+#pragma unroll
+  for (int i = 1; i < N; ++i) m = __vmaxu2(m, w[i] & 0x7fff7fffu);
+  return m;
+}
+
+// A 16-element row chunk as raw words (16-bit inputs: element 2j in the low half of w[j]).
+template <class In>
+struct RowChunk {
+  static constexpr int kWords = sizeof(In) == 4 ? 16 : 8;
+  uint32_t w[kWords];
+  __device__ __forceinline__ uint32_t amax() const {  // fp32 bits of max |x|
+    if constexpr (sizeof(In) == 4) {
+      uint32_t m = 0;
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) m = max(m, w[i] & 0x7fffffffu);
+      return m;
+    } else {
+      const uint32_t m = pair_abs_max(w);
+      return abs16_to_f32_bits<In>(max(m & 0xffffu, m >> 16));
+    }
+  }
+  __device__ __forceinline__ void values(float (&v)[kChunk]) const {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      if constexpr (sizeof(In) == 4) {
+        v[i] = __uint_as_float(w[i]);
+      } else {
+        v[i] = i % 2 ? hi_f32<In>(w[i / 2]) : lo_f32<In>(w[i / 2]);
+      }
+    }
+  }
+};
+
+// Two adjacent columns of 16 rows as raw words: 16-bit inputs one word per row (column 0 in the
+// low half), f32 two (w[2k + h]).
+template <class In>
+struct ColPair {
+  static constexpr int kPer = sizeof(In) == 4 ? 2 : 1;  // words per row
+  uint32_t w[kChunk * kPer];
+  // Packed maxima: 16-bit: (column 0 | column 1 << 16) of the 16-bit |x| bits; f32: m[h].
+  __device__ __forceinline__ void maxima(uint32_t (&m)[kPer]) const {
+    if constexpr (sizeof(In) == 4) {
+      m[0] = m[1] = 0;
+#pragma unroll
+      for (int k = 0; k < kChunk; ++k) {
+        m[0] = max(m[0], w[2 * k] & 0x7fffffffu);
+        m[1] = max(m[1], w[2 * k + 1] & 0x7fffffffu);
+      }
+    } else {
+      m[0] = pair_abs_max(w);
+    }
+  }
+  // fp32 bits of column h's amax from the (group-combined) maxima.
+  static __device__ __forceinline__ uint32_t amax(const uint32_t (&m)[kPer], int h) {
+    if constexpr (sizeof(In) == 4) {
+      return m[h];
+    } else {
+      return abs16_to_f32_bits<In>(h ? m[0] >> 16 : m[0] & 0xffffu);
+    }
+  }
+  __device__ __forceinline__ void values(int h, float (&v)[kChunk]) const {
+#pragma unroll
+    for (int k = 0; k < kChunk; ++k) {
+      if constexpr (sizeof(In) == 4) {
+        v[k] = __uint_as_float(w[2 * k + h]);
+      } else {
+        v[k] = h ? hi_f32<In>(w[k]) : lo_f32<In>(w[k]);
+      }
+    }
+  }
+};
+
+// Max over the kTpg adjacent lanes of a scale group (every lane of the warp takes part).
+template <int kTpg, int N>
+__device__ __forceinline__ void group_max(uint32_t (&m)[N], bool packed16) {
+#pragma unroll
+  for (int o = 1; o < kTpg; o <<= 1) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const uint32_t other = __shfl_xor_sync(0xffffffffu, m[i], o);
+      m[i] = packed16 ? __vmaxu2(m[i], other) : max(m[i], other);
+    }
   }
 }
 
@@ -93,133 +224,131 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-// The scale of one chunk of a group with the given amax; the group's first chunk (writer) stores
-// it at scales[si]. fixed_s: the scale of kFp8Tensor, kFp8Row (the row's or column's) and
-// kFp8Block128x128 (the tile's), or kNvfp4's s_t.
-template <Elem E>
-__device__ __forceinline__ ChunkScale chunk_scale(const TileParams& p, uint32_t amax, float fixed_s,
-                                                  bool writer, void* scales, int64_t si) {
-  const ElemInfo info = elem_info(E);
-  ChunkScale cs{ChunkScale::kFp32, fixed_s, 0};
-  switch (p.format) {
-    case QuantFormat::kFp8Tensor:
-    case QuantFormat::kFp8Row:
-    case QuantFormat::kFp8Block128x128:
-      break;
-    case QuantFormat::kFp8Block1x128:
-      cs.s = fp32_scale(amax, info, p.pow2);
-      if (writer) static_cast<float*>(scales)[si] = cs.s;
-      break;
-    case QuantFormat::kNvfp4:
-      cs = {ChunkScale::kNvfp4, fixed_s, nvfp4_block_scale(amax, fixed_s)};
-      if (writer) static_cast<uint8_t*>(scales)[si] = cs.sb;
-      break;
-    default:  // MX
-      cs = {ChunkScale::kMx, 0.0f, mx_scale(amax, info, p.rceil)};
-      if (writer) static_cast<uint8_t*>(scales)[si] = cs.sb;
-      break;
+// The scale of a chunk whose group has the given amax. fixed_s: the scale of kFp8Tensor, kFp8Row
+// (the row's or column's) and kFp8Block128x128 (the tile's), or kNvfp4's s_t.
+template <class Fmt>
+__device__ __forceinline__ ChunkScale chunk_scale(const TileParams& p, uint32_t amax,
+                                                  float fixed_s) {
+  constexpr QuantFormat F = Fmt::kFormat;
+  const ElemInfo info = elem_info(Fmt::kElem);
+  if constexpr (F == QuantFormat::kMxfp8 || F == QuantFormat::kMxfp4) {
+    return {ChunkScale::kMx, 0.0f, mx_scale(amax, info, p.rceil)};
+  } else if constexpr (F == QuantFormat::kNvfp4) {
+    return {ChunkScale::kNvfp4, fixed_s, nvfp4_block_scale(amax, fixed_s)};
+  } else if constexpr (F == QuantFormat::kFp8Block1x128) {
+    return {ChunkScale::kFp32, fp32_scale(amax, info, p.pow2), 0};
+  } else {
+    return {ChunkScale::kFp32, fixed_s, 0};
   }
-  return cs;
+}
+
+// Stores the scale of a group (group formats only).
+template <class Fmt>
+__device__ __forceinline__ void store_scale(void* scales, int64_t i, const ChunkScale& cs) {
+  if constexpr (Fmt::kFormat == QuantFormat::kFp8Block1x128) {
+    static_cast<float*>(scales)[i] = cs.s;
+  } else if constexpr (Fmt::kBlock != 0) {
+    static_cast<uint8_t*>(scales)[i] = cs.sb;
+  }
 }
 
 template <class In, int TK>
 struct TileShape {
-  using R_ = Raw<In>;
-  static constexpr int kVec = 16 / sizeof(In);  // elements per 16-byte access
-  static constexpr int kVecPerRow = TK / kVec;
-  static constexpr int kLoads = kTileR * kVecPerRow / kThreads;  // 16-byte loads per thread
-  static constexpr int kCpr = TK / kChunk;                       // 16-element chunks per row
-  static constexpr int kRowChunks = kTileR * kCpr / kThreads;
-  static constexpr int kPairs = TK / 2;                          // column pairs
-  static constexpr int kUnits = kPairs * (kTileR / kChunk) / kThreads;  // (pair, 16 rows)
-  static constexpr int kTileElems = kTileR * TK;
-  static_assert(kTileR * kVecPerRow % kThreads == 0, "whole loads per thread");
+  static constexpr int kRowBytes = TK * static_cast<int>(sizeof(In));
+  static constexpr int kUnitsPerRow = kRowBytes / 16;               // 16-byte units per row
+  static constexpr int kTileBytes = kTileR * kRowBytes;
+  static constexpr int kLoads = kTileR * kUnitsPerRow / kThreads;   // 16-byte loads per thread
+  static constexpr int kCpr = TK / kChunk;                          // 16-element chunks per row
+  static constexpr int kUnitsPerChunk = kChunk * static_cast<int>(sizeof(In)) / 16;
+  static constexpr int kRowChunks = kTileR * kCpr / kThreads;       // row chunks per thread
+  static constexpr int kPairs = TK / 2;                             // column pairs
+  static constexpr int kColUnits = kPairs * (kTileR / kChunk) / kThreads;  // (pair, 16 rows)
+  static_assert(kTileR * kUnitsPerRow % kThreads == 0, "whole loads per thread");
   static_assert(kTileR * kCpr % kThreads == 0 && kPairs * (kTileR / kChunk) % kThreads == 0,
                 "whole chunks and units per thread");
+  static_assert(kThreads % kCpr == 0, "a thread's row chunks sit at one column offset");
   static_assert(kPairs % 4 == 0 && kTileR / kChunk == 8,
                 "a warp's units are 8 row chunks x 4 column pairs (see quantize_tile_kernel)");
-  static_assert(kVecPerRow >= 8, "the tile swizzle XORs 16-byte units with the row chunk (0..7)");
+  static_assert(kUnitsPerRow >= 8, "the tile swizzle XORs 16-byte units with the row chunk (0..7)");
+  // byte offset of 16-byte unit u of tile row rr
+  static __device__ __forceinline__ int unit_at(int rr, int u) {
+    return rr * kRowBytes + ((u ^ ((rr >> 4) & 7)) << 4);
+  }
   // dynamic shared memory: two tile buffers, then (stage_t) TK rows of 128 data_t codes
   static size_t smem_bytes(bool stage_t) {
-    return 2 * size_t{kTileElems} * sizeof(In) + (stage_t ? size_t{TK} * kTileR : 0);
+    return 2 * size_t{kTileBytes} + (stage_t ? size_t{TK} * kTileR : 0);
   }
 };
 
-template <class In, Elem E, int TK>
+template <class In, class Fmt>
 __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParams p) {
-  static_assert(TK == 64 || TK == 128, "tile width: 64, or 128 for the 128-long groups");
-  static_assert(E != Elem::kE2M1 || TK == 64, "fp4 formats have groups of 16 or 32");
+  constexpr int TK = Fmt::kTK, kTpg = Fmt::kTpg;
+  constexpr Elem E = Fmt::kElem;
+  constexpr QuantFormat F = Fmt::kFormat;
+  constexpr bool kFp4 = E == Elem::kE2M1, kPacked = sizeof(In) == 2;
   using S = TileShape<In, TK>;
-  using R_ = typename S::R_;
-  constexpr int kVec = S::kVec, kCpr = S::kCpr;
+  using R_ = Raw<In>;
 
-  extern __shared__ __align__(16) uint8_t smem_raw[];
-  R_* const bufs = reinterpret_cast<R_*>(smem_raw);  // 2 x [kTileR][TK]
-  uint8_t* const stage = smem_raw + 2 * sizeof(R_) * S::kTileElems;  // [TK][kTileR] (stage_t)
-  __shared__ uint32_t col_amax[kTileR / kChunk * TK];
+  extern __shared__ __align__(128) uint8_t smem_raw[];  // 2 x tile, then stage
+  uint8_t* const stage = smem_raw + 2 * S::kTileBytes;  // [TK][kTileR] (stage_t)
   __shared__ uint32_t red[kThreads / 32];
 
-  // Tile layout in shared memory: row-major [kTileR][TK] in 16-byte units, unit u of row rr stored
-  // at unit u ^ (rr / 16): the column pass reads, per warp, one 16-byte unit of 8 rows 16 apart
-  // (see 2.), which this spreads over all 32 banks; the row pass and cp.async move whole units.
-  auto at = [](int rr, int col) {
-    return rr * TK + ((((col / kVec) ^ ((rr >> 4) & 7)) * kVec) | (col % kVec));
-  };
-  // col_amax[ch][col] at ch * TK + (col ^ f(ch)), f(ch) flipping bits 0, 3, 4: the 32 lanes of a
-  // warp (8 ch x 4 column pairs, one h) then write 32 different banks.
-  auto ca = [](int ch, int col) { return ch * TK + (col ^ ((ch & 1) | ((ch >> 1) << 3))); };
   const int64_t c0 = int64_t{blockIdx.x} * TK;
+  const int ncols = static_cast<int>(min(int64_t{TK}, p.K - c0));
   const int64_t t_begin = (p.tile_row0 + blockIdx.y) * p.tiles_per_cta;
   const int64_t t_end = min(t_begin + p.tiles_per_cta, p.row_tiles);
-  const R_* x = static_cast<const R_*>(p.x);
-  const bool block128 = p.format == QuantFormat::kFp8Block128x128;
-  const bool group_t = p.format != QuantFormat::kFp8Tensor && p.format != QuantFormat::kFp8Row &&
-                       !block128;  // columns have group scales (their amax pass is needed)
 
   float fixed_s = 0.0f;  // kFp8Tensor: the scale; kNvfp4: s_t
-  if (p.format == QuantFormat::kFp8Tensor) {
+  if constexpr (F == QuantFormat::kFp8Tensor) {
     fixed_s = fp32_scale(tensor_amax_bits(p.amax), elem_info(E), p.pow2);
+  } else if constexpr (F == QuantFormat::kNvfp4) {
+    fixed_s = nvfp4_tensor_scale(tensor_amax_bits(p.amax));
   }
-  if (p.format == QuantFormat::kNvfp4) fixed_s = nvfp4_tensor_scale(tensor_amax_bits(p.amax));
-  const int tpg = p.block / kChunk;  // chunks per scale group: 1, 2 or 8
 
-  // Rows [r0, r_end) of row tile t.
-  auto tile_rows = [&](int64_t t, int64_t& r0, int64_t& r_end) {
-    const int64_t b = t / p.tiles_per_batch, i = t - b * p.tiles_per_batch;
-    r0 = b * p.rows2 + i * kTileR;
-    r_end = b * p.rows2 + min(p.rows2, (i + 1) * kTileR);
+  // Rows [r0, r0 + nrows) of row tile t (128x128: tiles never straddle two batches).
+  auto tile_rows = [&](int64_t t, int64_t& r0, int& nrows) {
+    if constexpr (Fmt::kBlock128) {
+      const int64_t b = t / p.tiles_per_batch, i = t - b * p.tiles_per_batch;
+      r0 = b * p.rows2 + i * kTileR;
+      nrows = static_cast<int>(min(int64_t{kTileR}, p.rows2 - i * kTileR));
+    } else {
+      r0 = t * kTileR;
+      nrows = static_cast<int>(min(int64_t{kTileR}, p.R - r0));
+    }
   };
   auto full = [&](int64_t t) {
-    int64_t r0, r_end;
-    tile_rows(t, r0, r_end);
-    return p.vec_ok && r_end - r0 == kTileR && c0 + TK <= p.K;
+    int64_t r0;
+    int nrows;
+    tile_rows(t, r0, nrows);
+    return p.vec_ok && nrows == kTileR && ncols == TK;
   };
-  auto issue = [&](int64_t t, R_* buf) {  // cp.async of a full tile, one commit group
+  auto issue = [&](int64_t t, uint8_t* buf) {  // cp.async of a full tile, one commit group
     const int tid = thread_index();
-    int64_t r0, r_end;
-    tile_rows(t, r0, r_end);
+    int64_t r0;
+    int nrows;
+    tile_rows(t, r0, nrows);
+    const uint8_t* src = static_cast<const uint8_t*>(p.x) + (r0 * p.K + c0) * sizeof(In);
 #pragma unroll
     for (int i = 0; i < S::kLoads; ++i) {
-      const int q = tid + i * kThreads, rr = q / S::kVecPerRow,
-                cc = (q % S::kVecPerRow) * kVec;
-      cp_async16(buf + at(rr, cc), x + (r0 + rr) * p.K + c0 + cc);
+      const int q = tid + i * kThreads, rr = q / S::kUnitsPerRow, u = q % S::kUnitsPerRow;
+      cp_async16(buf + S::unit_at(rr, u), src + (rr * p.K) * sizeof(In) + u * 16);
     }
     cp_async_commit();
   };
 
-  if (t_begin < t_end && full(t_begin)) issue(t_begin, bufs);
+  if (t_begin < t_end && full(t_begin)) issue(t_begin, smem_raw);
   for (int64_t t = t_begin; t < t_end; ++t) {
     // A fresh copy of the thread index per tile: values derived from it are recomputed per tile
-    // instead of being hoisted out of this loop and held in registers across it (that doubled
-    // the register count and spilled).
+    // instead of being hoisted out of this loop and held in registers across it.
     const int tid = thread_index();
     const int slot = static_cast<int>((t - t_begin) & 1);
-    R_* const tile = bufs + slot * S::kTileElems;
+    uint8_t* const tile = smem_raw + slot * S::kTileBytes;
     // the other buffer's last reader finished at the __syncthreads ending the previous tile
     const bool next = t + 1 < t_end && full(t + 1);
-    if (next) issue(t + 1, bufs + (slot ^ 1) * S::kTileElems);
-    int64_t r0, r_end;
-    tile_rows(t, r0, r_end);
+    if (next) issue(t + 1, smem_raw + (slot ^ 1) * S::kTileBytes);
+    int64_t r0;
+    int nrows;
+    tile_rows(t, r0, nrows);
     if (full(t)) {
       if (next) {
         cp_async_wait<1>();
@@ -227,23 +356,32 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
         cp_async_wait<0>();
       }
     } else {
-      for (int q = tid; q < S::kTileElems; q += kThreads) {
+      const R_* x = static_cast<const R_*>(p.x);
+      for (int q = tid; q < kTileR * TK; q += kThreads) {
         const int rr = q / TK, cc = q % TK;
-        const int64_t r = r0 + rr, c = c0 + cc;
-        tile[at(rr, cc)] = r < r_end && c < p.K ? x[r * p.K + c] : R_{0};
+        const int unit_elems = 16 / static_cast<int>(sizeof(In));
+        R_* dst = reinterpret_cast<R_*>(tile + S::unit_at(rr, cc / unit_elems)) + cc % unit_elems;
+        *dst = rr < nrows && cc < ncols ? x[(r0 + rr) * p.K + c0 + cc] : R_{0};
       }
     }
     __syncthreads();
 
     // 0. 128x128: the tile's amax is the block's scale
     float tile_s = fixed_s;
-    if (block128) {
+    if constexpr (Fmt::kBlock128) {
       uint32_t m = 0;
-      for (int q = tid; q < S::kTileElems / kVec; q += kThreads) {
-        const uint4 u = reinterpret_cast<const uint4*>(tile)[q];
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) m = max(m, abs_bits(vec_elem<In>(u, k)));
+      for (int i = 0; i < S::kTileBytes / 16 / kThreads; ++i) {
+        const uint4 u = reinterpret_cast<const uint4*>(tile)[tid + i * kThreads];
+        const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+        if constexpr (kPacked) {
+          m = __vmaxu2(m, pair_abs_max(w));
+        } else {
+#pragma unroll
+          for (int k = 0; k < 4; ++k) m = max(m, w[k] & 0x7fffffffu);
+        }
       }
+      if constexpr (kPacked) m = abs16_to_f32_bits<In>(max(m & 0xffffu, m >> 16));
       m = block_max_256(m, red);
       tile_s = fp32_scale(m, elem_info(E), p.pow2);
       if (tid == 0) {
@@ -253,116 +391,108 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
       }
     }
 
-    // 1. rows of x -> data
-#pragma unroll 1
-    for (int i = 0; i < S::kRowChunks; ++i) {
-      const int q = tid + i * kThreads, rr = q / kCpr, cc = (q % kCpr) * kChunk;
-      const int64_t r = r0 + rr, c = c0 + cc;
-      float v[kChunk];
+    // 1. rows of x -> data. Thread: chunk column cq, rows rr0 + i * kThreads / kCpr.
+    {
+      const int cq = tid % S::kCpr, cc = cq * kChunk, rr0 = tid / S::kCpr;
 #pragma unroll
-      for (int j = 0; j < kChunk / kVec; ++j) {
-        const uint4 u = *reinterpret_cast<const uint4*>(tile + at(rr, cc + j * kVec));
+      for (int i = 0; i < S::kRowChunks; ++i) {
+        const int rr = rr0 + i * (kThreads / S::kCpr);
+        RowChunk<In> x;
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) v[j * kVec + k] = vec_elem<In>(u, k);
+        for (int j = 0; j < S::kUnitsPerChunk; ++j) {
+          const uint4 u = *reinterpret_cast<const uint4*>(
+              tile + S::unit_at(rr, cq * S::kUnitsPerChunk + j));
+          x.w[4 * j] = u.x;
+          x.w[4 * j + 1] = u.y;
+          x.w[4 * j + 2] = u.z;
+          x.w[4 * j + 3] = u.w;
+        }
+        uint32_t m[1] = {0};  // group formats: the group's amax (fp32 bits)
+        if constexpr (Fmt::kBlock != 0) m[0] = x.amax();
+        group_max<kTpg>(m, false);  // the lanes of a group are adjacent and aligned
+        if (rr >= nrows || cc >= ncols) continue;
+        const int64_t r = r0 + rr;
+        float s = tile_s;
+        if constexpr (F == QuantFormat::kFp8Row) s = static_cast<const float*>(p.scales)[r];
+        const ChunkScale cs = chunk_scale<Fmt>(p, m[0], s);
+        if constexpr (Fmt::kBlock != 0) {
+          if ((cq & (kTpg - 1)) == 0) {
+            store_scale<Fmt>(p.scales,
+                             group_scale_offset(p.swizzle, p.C, r, (c0 + cc) >> Fmt::kShift), cs);
+          }
+        }
+        float v[kChunk];
+        x.values(v);
+        uint32_t w[4];
+        encode_chunk<E>(v, cs, w);
+        store_chunk<E>(p.data, r * p.K + c0 + cc, min(ncols - cc, kChunk), w);
       }
-      uint32_t amax = chunk_amax(v);
-      // the lanes of a group are adjacent and aligned (kCpr is a multiple of tpg)
-      for (int o = 1; o < tpg; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-      if (r >= r_end || c >= p.K) continue;
-      const float s = p.format == QuantFormat::kFp8Row ? static_cast<const float*>(p.scales)[r]
-                                                       : tile_s;
-      const ChunkScale cs =
-          chunk_scale<E>(p, amax, s, ((cc / kChunk) & (tpg - 1)) == 0, p.scales,
-                         group_scale_offset(p.swizzle, p.C, r, c >> p.block_shift));
-      uint32_t w[4];
-      encode_chunk<E>(v, cs, w);
-      store_chunk<E>(p.data, r * p.K + c, static_cast<int>(std::min<int64_t>(p.K - c, kChunk)), w);
     }
 
-    // 2. columns of x -> rows of data_t
+    // 2. columns of x -> rows of data_t. Thread: row chunk ch = tid % 8 (rows 16 ch .. 16 ch + 15),
+    // column pairs cp0 + 32 i.
     if (p.data_t) {
-      // The 16 rows of column pair cp in chunk ch: one 4-byte (f32: 8-byte) shared load per row,
-      // kept packed (column h of row k: element h of pr[k]) to halve the registers.
-      using Pair = std::conditional_t<sizeof(In) == 4, uint2, uint32_t>;
-      auto load_pair = [&](int ch, int cp, Pair (&pr)[kChunk]) {
+      const int ch = tid & 7, cp0 = tid >> 3;
+      const int nr = min(nrows - ch * kChunk, kChunk);  // rows of this chunk inside x
+#pragma unroll
+      for (int i = 0; i < S::kColUnits; ++i) {
+        const int cp = cp0 + i * (kThreads / 8);
+        // byte offset of the pair in row 16 ch (its unit is swizzled with ch for all 16 rows)
+        constexpr int kPairBytes = 2 * sizeof(In);
+        const int b0 = ch * kChunk * S::kRowBytes +
+                       ((((cp * kPairBytes) >> 4) ^ ch) << 4) + ((cp * kPairBytes) & 15);
+        ColPair<In> x;
 #pragma unroll
         for (int k = 0; k < kChunk; ++k) {
-          pr[k] = *reinterpret_cast<const Pair*>(tile + at(ch * kChunk + k, 2 * cp));
-        }
-      };
-      auto column = [&](const Pair (&pr)[kChunk], int h, float (&v)[kChunk]) {
-#pragma unroll
-        for (int k = 0; k < kChunk; ++k) {
-          if constexpr (sizeof(In) == 4) {
-            v[k] = __uint_as_float(h ? pr[k].y : pr[k].x);
+          if constexpr (kPacked) {
+            x.w[k] = *reinterpret_cast<const uint32_t*>(tile + b0 + k * S::kRowBytes);
           } else {
-            v[k] = raw_to_f32<In>(h ? pr[k] >> 16 : pr[k] & 0xffffu);
+            const uint2 u = *reinterpret_cast<const uint2*>(tile + b0 + k * S::kRowBytes);
+            x.w[2 * k] = u.x;
+            x.w[2 * k + 1] = u.y;
           }
         }
-      };
-      if (group_t) {
-#pragma unroll
-        for (int i = 0; i < S::kUnits; ++i) {
-          const int u = tid + i * kThreads, cp = u >> 3, ch = u & 7;
-          Pair pr[kChunk];
-          load_pair(ch, cp, pr);
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            float v[kChunk];
-            column(pr, h, v);
-            col_amax[ca(ch, 2 * cp + h)] = chunk_amax(v);
-          }
-        }
-        __syncthreads();
-      }
-#pragma unroll 1
-      for (int i = 0; i < S::kUnits; ++i) {
-        const int u = tid + i * kThreads, cp = u >> 3, ch = u & 7;
+        uint32_t m[ColPair<In>::kPer] = {};
+        if constexpr (Fmt::kBlock != 0) x.maxima(m);
+        group_max<kTpg>(m, kPacked);  // a group's chunks are in adjacent lanes (ch)
+        if (nr <= 0) continue;
         const int64_t r = r0 + ch * kChunk;
-        if (r >= r_end) continue;
-        Pair pr[kChunk];
-        load_pair(ch, cp, pr);
-        const int n = static_cast<int>(std::min<int64_t>(r_end - r, kChunk));
-        const int g0 = ch & ~(tpg - 1);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int cc = 2 * cp + h;
+          if (cc >= ncols) continue;
           const int64_t k = c0 + cc;
-          if (k >= p.K) continue;
-          uint32_t amax = 0;
-          if (group_t) {
-            for (int g = 0; g < tpg; ++g) amax = max(amax, col_amax[ca(g0 + g, cc)]);
+          float s = tile_s;
+          if constexpr (F == QuantFormat::kFp8Row) s = static_cast<const float*>(p.scales_t)[k];
+          const ChunkScale cs = chunk_scale<Fmt>(p, ColPair<In>::amax(m, h), s);
+          if constexpr (Fmt::kBlock != 0) {
+            if ((ch & (kTpg - 1)) == 0) {
+              store_scale<Fmt>(p.scales_t, group_scale_offset(p.swizzle, p.Ct, k, r >> Fmt::kShift),
+                               cs);
+            }
           }
-          const float s = p.format == QuantFormat::kFp8Row
-                              ? static_cast<const float*>(p.scales_t)[k] : tile_s;
-          const ChunkScale cs =
-              chunk_scale<E>(p, amax, s, g0 == ch, p.scales_t,
-                             group_scale_offset(p.swizzle, p.Ct, k, r >> p.block_shift));
           float v[kChunk];
-          column(pr, h, v);
+          x.values(h, v);
           uint32_t w[4];
           encode_chunk<E>(v, cs, w);
-          if (E != Elem::kE2M1 && p.stage_t) {
+          if (!kFp4 && p.stage_t) {
             *reinterpret_cast<uint4*>(stage + cc * kTileR + ch * kChunk) =
                 make_uint4(w[0], w[1], w[2], w[3]);
           } else {
-            store_chunk<E>(p.data_t, k * p.R + r, n, w);
+            store_chunk<E>(p.data_t, k * p.R + r, nr, w);
           }
         }
       }
-      if (E != Elem::kE2M1 && p.stage_t) {  // warps write whole data_t row segments
+      if (!kFp4 && p.stage_t) {  // warps write whole data_t row segments
         __syncthreads();
         const int warp = tid / 32, lane = tid % 32;
-        const int n = static_cast<int>(r_end - r0);
-        for (int cc = warp; cc < TK; cc += kThreads / 32) {
-          const int64_t k = c0 + cc;
-          if (k >= p.K) break;
-          uint8_t* dst = p.data_t + k * p.R + r0;
-          for (int j = lane; j < n; j += 32) dst[j] = stage[cc * kTileR + j];
+        for (int cc = warp; cc < ncols; cc += kThreads / 32) {
+          uint8_t* dst = p.data_t + (c0 + cc) * p.R + r0;
+          for (int j = lane; j < nrows; j += 32) dst[j] = stage[cc * kTileR + j];
         }
       }
     }
-    __syncthreads();  // the tile buffer, col_amax and stage are free again
+    __syncthreads();  // the tile buffer and stage are free again
   }
 }
 
@@ -442,16 +572,16 @@ void with_input(DType in, Fn&& fn) {
   }
 }
 
-template <class In, Elem E, int TK>
+template <class In, class Fmt>
 Status launch_tile(const TileParams& base, cudaStream_t stream) {
-  const size_t smem = TileShape<In, TK>::smem_bytes(base.stage_t);
-  auto* kernel = quantize_tile_kernel<In, E, TK>;
+  const size_t smem = TileShape<In, Fmt::kTK>::smem_bytes(base.stage_t);
+  auto* kernel = quantize_tile_kernel<In, Fmt>;
   if (smem > 48 * 1024) {
     DW_CUDA_TRY("quantize", cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  static_cast<int>(smem)));
   }
   TileParams p = base;
-  const unsigned col_tiles = static_cast<unsigned>((p.K + TK - 1) / TK);
+  const unsigned col_tiles = static_cast<unsigned>((p.K + Fmt::kTK - 1) / Fmt::kTK);
   const int64_t cta_rows = (p.row_tiles + p.tiles_per_cta - 1) / p.tiles_per_cta;
   for (p.tile_row0 = 0; p.tile_row0 < cta_rows; p.tile_row0 += 65535) {
     const unsigned rows = static_cast<unsigned>(std::min<int64_t>(65535, cta_rows - p.tile_row0));
@@ -461,18 +591,29 @@ Status launch_tile(const TileParams& base, cudaStream_t stream) {
   return Status::Ok();
 }
 
-// The instance for the format: 128-wide tiles for the 128-long groups, 64-wide otherwise.
+// The compiled instances: every (format, element type) with a tile path, per input type.
+template <class In, QuantFormat F>
+Status launch_fp8(Elem e, const TileParams& c, cudaStream_t stream) {
+  return e == Elem::kE5M2 ? launch_tile<In, TileFormat<F, Elem::kE5M2>>(c, stream)
+                          : launch_tile<In, TileFormat<F, Elem::kE4M3>>(c, stream);
+}
+
 template <class In>
 Status launch_tiles(const Problem& p, const TileParams& c, cudaStream_t stream) {
-  if (p.format == QuantFormat::kFp8Block1x128 || p.format == QuantFormat::kFp8Block128x128) {
-    return p.elem == Elem::kE5M2 ? launch_tile<In, Elem::kE5M2, 128>(c, stream)
-                                 : launch_tile<In, Elem::kE4M3, 128>(c, stream);
+  switch (p.format) {
+    case QuantFormat::kFp8Tensor: return launch_fp8<In, QuantFormat::kFp8Tensor>(p.elem, c, stream);
+    case QuantFormat::kFp8Row: return launch_fp8<In, QuantFormat::kFp8Row>(p.elem, c, stream);
+    case QuantFormat::kFp8Block1x128:
+      return launch_fp8<In, QuantFormat::kFp8Block1x128>(p.elem, c, stream);
+    case QuantFormat::kFp8Block128x128:
+      return launch_fp8<In, QuantFormat::kFp8Block128x128>(p.elem, c, stream);
+    case QuantFormat::kMxfp8: return launch_fp8<In, QuantFormat::kMxfp8>(p.elem, c, stream);
+    case QuantFormat::kMxfp4:
+      return launch_tile<In, TileFormat<QuantFormat::kMxfp4, Elem::kE2M1>>(c, stream);
+    case QuantFormat::kNvfp4:
+      return launch_tile<In, TileFormat<QuantFormat::kNvfp4, Elem::kE2M1>>(c, stream);
   }
-  switch (p.elem) {
-    case Elem::kE4M3: return launch_tile<In, Elem::kE4M3, 64>(c, stream);
-    case Elem::kE5M2: return launch_tile<In, Elem::kE5M2, 64>(c, stream);
-    default: return launch_tile<In, Elem::kE2M1, 64>(c, stream);
-  }
+  return Status(StatusCode::kInternal, "quantize: no tile kernel for this format");
 }
 
 // Parameters of a tile launch over p.main (and p.transposed when requested); rows2 = rows per
@@ -492,14 +633,12 @@ TileParams tile_params(const Problem& p, const uint32_t* amax, int sm_count) {
     c.scales_t = p.transposed.scales;
   }
   c.amax = amax;
-  c.format = p.format;
   c.rceil = p.rule == ScaleRule::kRceil;
   c.pow2 = p.pow2;
   c.swizzle = p.swizzle;
-  c.block = p.traits.block == 0 ? kChunk : p.traits.block;
-  c.block_shift = log2_exact(c.block);
-  c.C = (c.K + c.block - 1) / c.block;
-  c.Ct = (c.R + c.block - 1) / c.block;
+  const int block = p.traits.block == 0 ? kChunk : p.traits.block;
+  c.C = (c.K + block - 1) / block;
+  c.Ct = (c.R + block - 1) / block;
   const int in_size = p.main.x.dtype == DType::kF32 ? 4 : 2;
   c.vec_ok = (reinterpret_cast<uintptr_t>(c.x) & 15u) == 0 && (c.K * in_size) % 16 == 0;
   c.stage_t = c.data_t && !p.traits.fp4 &&

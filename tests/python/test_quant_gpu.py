@@ -122,12 +122,14 @@ def test_pow2_scales_bit_identical(fmt, seed):
 
 
 @pytest.mark.parametrize("fmt,elem,rule", cases())
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_transposed_copy_bit_identical(fmt, elem, rule, dtype, seed):
     gen = torch.Generator().manual_seed(seed)
     block_rows = fmt in ("mxfp8", "mxfp4", "nvfp4")
+    binades = 8 if dtype == torch.float16 else 20
     for R, K in ([(32, 64), (96, 160), (512, 1024)] if block_rows else [(1, 1), (70, 150), (300, 1000)]):
-        x = make_input((R, K), gen, nonfinite=fmt not in ("fp8_tensor", "nvfp4")).to(dtype)
+        x = make_input((R, K), gen, nonfinite=fmt not in ("fp8_tensor", "nvfp4"),
+                       binades=binades).to(dtype)
         kw = dict(rule=rule, elem=elem if fmt not in FP4 else "e4m3", transpose=True)
         assert_same(deepwell.quantize(x.cuda(), fmt, **kw), deepwell.quantize(x, fmt, **kw),
                     f"{fmt} {elem} {rule} {(R, K)} transposed")
