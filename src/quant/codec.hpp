@@ -195,15 +195,18 @@ DW_QHD uint32_t prmt_b32(uint32_t a, uint32_t b, uint32_t sel) {
 #endif
 }
 
-// Eight non-NaN values to eight e2m1 codes, packed low nibble first (element k at bits 4k..4k+3),
-// each equal to encode_e2m1_nonnan(q[k]). Byte gathers (PRMT) instead of per-element shifts: the
-// magnitude codes are the low bytes of e2m1_magnitude_biased, the signs the replicated top bytes
-// of q; the even elements fill the low nibbles, the odd ones the high nibbles.
-DW_QHD uint32_t pack_e2m1x8(const float* q) {
+// Eight values to eight e2m1 codes, packed low nibble first (element k at bits 4k..4k+3): the
+// magnitude codes of mag[k] (non-negative, non-NaN) with the signs of sgn[k], i.e.
+// encode_e2m1_nonnan(copysign(mag[k], sgn[k])). The kernels pass |v| / s as mag and v as sgn: the
+// quotient of |v| needs no sign fix-up and no |.| before the magnitude code, and sgn is the sign
+// of the signed quotient v / s (s > 0), zeros included. Byte gathers (PRMT) instead of per-element
+// shifts: the magnitude codes are the low bytes of e2m1_magnitude_biased, the signs the
+// replicated top bytes of sgn; the even elements fill the low nibbles, the odd ones the high ones.
+DW_QHD uint32_t pack_e2m1x8(const float* mag, const float* sgn) {
   uint32_t m[8], s[8];
   for (int k = 0; k < 8; ++k) {
-    s[k] = fbits(q[k]);
-    m[k] = e2m1_magnitude_biased(bitsf(s[k] & 0x7fffffffu));
+    s[k] = fbits(sgn[k]);
+    m[k] = e2m1_magnitude_biased(mag[k]);
   }
   // bytes 0..3 <- byte 0 of x0, x2, x4, x6 (codes), or the replicated sign of byte 3 (signs)
   auto gather = [](uint32_t x0, uint32_t x2, uint32_t x4, uint32_t x6, uint32_t lo, uint32_t hi) {
@@ -214,6 +217,13 @@ DW_QHD uint32_t pack_e2m1x8(const float* q) {
   const uint32_t se = gather(s[0], s[2], s[4], s[6], 0x00fbu, 0xfb00u);
   const uint32_t so = gather(s[1], s[3], s[5], s[7], 0x00fbu, 0xfb00u);
   return (ev | (od << 4)) | (se & 0x08080808u) | (so & 0x80808080u);
+}
+
+// The same for eight signed non-NaN values q[k]: encode_e2m1_nonnan(q[k]).
+DW_QHD uint32_t pack_e2m1x8(const float* q) {
+  float mag[8];
+  for (int k = 0; k < 8; ++k) mag[k] = bitsf(fbits(q[k]) & 0x7fffffffu);
+  return pack_e2m1x8(mag, q);
 }
 
 DW_QHD float decode_e4m3(uint8_t b) {

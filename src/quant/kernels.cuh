@@ -87,6 +87,100 @@ __device__ __forceinline__ uint32_t chunk_amax(const float (&v)[kChunk]) {
   return m;
 }
 
+// fp32 value of the low / high 16-bit element of a word (bf16 -> f32 is a shift; f16 converts
+// exactly), or of a whole f32 word.
+template <class In>
+__device__ __forceinline__ float lo_f32(uint32_t w) {
+  if constexpr (sizeof(In) == 4) {
+    return __uint_as_float(w);
+  } else if constexpr (std::is_same_v<In, __half>) {
+    return __half2float(__ushort_as_half(static_cast<uint16_t>(w & 0xffffu)));
+  } else {
+    return __uint_as_float(w << 16);
+  }
+}
+template <class In>
+__device__ __forceinline__ float hi_f32(uint32_t w) {
+  if constexpr (std::is_same_v<In, __half>) {
+    return __half2float(__ushort_as_half(static_cast<uint16_t>(w >> 16)));
+  } else {
+    return __uint_as_float(w & 0xffff0000u);
+  }
+}
+
+// |x| bits of a 16-bit element (0..0xffff, sign cleared) as the fp32 bits of |x|: the conversion
+// is exact and monotone, so a max taken on 16-bit bits equals the max of abs_bits(float(x)).
+template <class In>
+__device__ __forceinline__ uint32_t abs16_to_f32_bits(uint32_t a) {
+  if constexpr (std::is_same_v<In, __half>) {
+    return abs_bits(__half2float(__ushort_as_half(static_cast<uint16_t>(a))));
+  } else {
+    return a << 16;
+  }
+}
+
+// Packed |x| maxima of 16-bit pairs: element-wise (low halves, high halves) max of w[i] & 0x7fff.
+template <int N>
+__device__ __forceinline__ uint32_t pair_abs_max(const uint32_t (&w)[N]) {
+  uint32_t m = w[0] & 0x7fff7fffu;
+#pragma unroll
+  for (int i = 1; i < N; ++i) m = __vmaxu2(m, w[i] & 0x7fff7fffu);
+  return m;
+}
+
+// A 16-element row chunk as raw words (16-bit inputs: element 2j in the low half of w[j]).
+template <class In>
+struct RowChunk {
+  static constexpr int kWords = sizeof(In) == 4 ? 16 : 8;
+  uint32_t w[kWords];
+  __device__ __forceinline__ uint32_t amax() const {  // fp32 bits of max |x|
+    if constexpr (sizeof(In) == 4) {
+      uint32_t m = 0;
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) m = max(m, w[i] & 0x7fffffffu);
+      return m;
+    } else {
+      const uint32_t m = pair_abs_max(w);
+      return abs16_to_f32_bits<In>(max(m & 0xffffu, m >> 16));
+    }
+  }
+  // Loads n (<= 16) consecutive elements at p, zero-filling the rest (zeros change no amax);
+  // 16-byte loads when the whole chunk is there and aligned.
+  __device__ __forceinline__ void load(const In* p, int n) {
+    if (n == kChunk && aligned16(p)) {
+#pragma unroll
+      for (int j = 0; j < kWords / 4; ++j) {
+        const uint4 u = __ldg(reinterpret_cast<const uint4*>(p) + j);
+        w[4 * j] = u.x;
+        w[4 * j + 1] = u.y;
+        w[4 * j + 2] = u.z;
+        w[4 * j + 3] = u.w;
+      }
+      return;
+    }
+    using Bits = std::conditional_t<sizeof(In) == 4, uint32_t, uint16_t>;
+    const Bits* b = reinterpret_cast<const Bits*>(p);
+#pragma unroll
+    for (int j = 0; j < kWords; ++j) {
+      if constexpr (sizeof(In) == 4) {
+        w[j] = j < n ? b[j] : 0u;
+      } else {
+        w[j] = (2 * j < n ? uint32_t{b[2 * j]} : 0u) | (2 * j + 1 < n ? uint32_t{b[2 * j + 1]} << 16 : 0u);
+      }
+    }
+  }
+  __device__ __forceinline__ void values(float (&v)[kChunk]) const {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      if constexpr (sizeof(In) == 4) {
+        v[i] = __uint_as_float(w[i]);
+      } else {
+        v[i] = i % 2 ? hi_f32<In>(w[i / 2]) : lo_f32<In>(w[i / 2]);
+      }
+    }
+  }
+};
+
 // Two finite floats to two fp8 codes (low byte: a), RNE, saturating.
 template <Elem E>
 __device__ __forceinline__ uint32_t cvt_fp8x2(float a, float b) {
@@ -131,7 +225,29 @@ struct Fp32Divider {
     const float q1 = __fmaf_rn(y, __fmaf_rn(-q0, s, a), q0);
     return __uint_as_float(__float_as_uint(q1) | (__float_as_uint(a) & 0x80000000u));
   }
+  // |a| / s for a = |a| >= 0: the same quotient without the sign fix-up (every step of fast_div
+  // is sign-symmetric, so this is |fast_div(a)|; zeros come out +0).
+  __device__ __forceinline__ float fast_div_mag(float a) const {
+    const float q0 = __fmul_rn(a, y);
+    return __fmaf_rn(y, __fmaf_rn(-q0, s, a), q0);
+  }
 };
+
+// decode_ue4m3 by the hardware conversion (exact: every e4m3 value is an f16 value); byte 0x7f
+// (NaN) gives a NaN like the software decoder.
+__device__ __forceinline__ float decode_ue4m3_hw(uint8_t b) {
+  const __half_raw h = __nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(b & 0x7fu), __NV_E4M3);
+  return __half2float(__half(h));
+}
+
+// nvfp4_block_scale (codec.hpp) with the e4m3 rounding of the clamped value done by the hardware
+// conversion, which equals encode_e4m3 on every finite input (see the top of this file).
+__device__ __forceinline__ uint8_t nvfp4_block_scale_hw(uint32_t amax_bits, float s_t) {
+  if (amax_bits >= kF32Inf || fbits(s_t) >= kF32Inf) return kE4M3NaN;
+  float v = div_rn(div_rn(bitsf(amax_bits), 6.0f), s_t);
+  v = v < 0.015625f ? 0.015625f : (v > 448.0f ? 448.0f : v);
+  return static_cast<uint8_t>(__nv_cvt_float2_to_fp8x2(make_float2(v, 0.0f), __NV_SATFINITE, __NV_E4M3));
+}
 
 // How the codes of a chunk are derived from its values.
 struct ChunkScale {
@@ -155,28 +271,40 @@ __device__ __forceinline__ void encode_chunk(const float (&v)[kChunk], const Chu
     div = cs.s;
   } else {
     nan_scale = cs.sb == kE4M3NaN;
-    div = mul_rn(cs.s, decode_ue4m3(cs.sb));
+    div = mul_rn(cs.s, decode_ue4m3_hw(cs.sb));
   }
   // The raw __fmul_rn / __fdiv_rn (not codec.hpp's mul_rn / div_rn, which canonicalize a NaN
   // result): with a finite scale every value here is finite and so is every quotient (a scale is
   // >= 2^-126 and >= the amax it covers / max_normal), so no NaN can arise, and a block with a
   // non-finite value has a NaN scale and is written as NaN codes below.
   float q[kChunk];
-  if (cs.kind == ChunkScale::kMx) {
-#pragma unroll
-    for (int i = 0; i < kChunk; ++i) q[i] = __fmul_rn(v[i], mult);
-  } else if (const Fp32Divider d(div); d.fast) {  // the fast path of __fdiv_rn (see kDivLo)
-#pragma unroll
-    for (int i = 0; i < kChunk; ++i) q[i] = d.fast_div(v[i]);
-  } else {
-#pragma unroll
-    for (int i = 0; i < kChunk; ++i) q[i] = __fdiv_rn(v[i], div);
-  }
   if constexpr (E == Elem::kE2M1) {
+    // Quotients of |v| (multiplication and division round sign-symmetrically, so these are the
+    // magnitudes of v / s), the signs taken from v by the packer: no |.| or sign fix-up per element.
+    if (cs.kind == ChunkScale::kMx) {
 #pragma unroll
-    for (int w = 0; w < 2; ++w) out[w] = nan_scale ? 0x77777777u : pack_e2m1x8(q + 8 * w);
+      for (int i = 0; i < kChunk; ++i) q[i] = __fmul_rn(fabsf(v[i]), mult);
+    } else if (const Fp32Divider d(div); d.fast) {
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) q[i] = d.fast_div_mag(fabsf(v[i]));
+    } else {
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) q[i] = __fdiv_rn(fabsf(v[i]), div);
+    }
+#pragma unroll
+    for (int w = 0; w < 2; ++w) out[w] = nan_scale ? 0x77777777u : pack_e2m1x8(q + 8 * w, v + 8 * w);
     out[2] = out[3] = 0;
   } else {
+    if (cs.kind == ChunkScale::kMx) {
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) q[i] = __fmul_rn(v[i], mult);
+    } else if (const Fp32Divider d(div); d.fast) {  // the fast path of __fdiv_rn (see kDivLo)
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) q[i] = d.fast_div(v[i]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) q[i] = __fdiv_rn(v[i], div);
+    }
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
       const uint32_t lo = cvt_fp8x2<E>(q[4 * w], q[4 * w + 1]);

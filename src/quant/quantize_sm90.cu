@@ -46,9 +46,9 @@ __global__ void __launch_bounds__(256) quantize_groups_kernel(const GroupParams 
   const int64_t r = p.row0 + rl, c0 = (int64_t{t} - int64_t{rl} * p.tpr) * kChunk;
   const bool active = rl < p.launch_rows;
   const int n = active ? static_cast<int>(std::min<int64_t>(std::max<int64_t>(p.cols - c0, 0), kChunk)) : 0;
-  float v[kChunk];
-  load_chunk(static_cast<const In*>(p.x) + (n ? r * p.row_stride + c0 : 0), n, v);
-  uint32_t amax = chunk_amax(v);
+  RowChunk<In> x;
+  x.load(static_cast<const In*>(p.x) + (n ? r * p.row_stride + c0 : 0), n);
+  uint32_t amax = x.amax();  // packed 16-bit maxima: one max per two elements
   // Every lane takes part in the shuffles (the lanes of a group are adjacent and aligned).
   for (int o = 1; o < p.tpg; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
   if (n == 0) return;
@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(256) quantize_groups_kernel(const GroupParams 
       break;
     case QuantFormat::kNvfp4:
       cs = {ChunkScale::kNvfp4, nvfp4_tensor_scale(tensor_amax_bits(p.amax)), 0};
-      cs.sb = nvfp4_block_scale(amax, cs.s);
+      cs.sb = nvfp4_block_scale_hw(amax, cs.s);
       if (writer) static_cast<uint8_t*>(p.scales)[si] = cs.sb;
       break;
     default:  // MX
@@ -75,6 +75,8 @@ __global__ void __launch_bounds__(256) quantize_groups_kernel(const GroupParams 
       if (writer) static_cast<uint8_t*>(p.scales)[si] = cs.sb;
       break;
   }
+  float v[kChunk];
+  x.values(v);
   uint32_t w[4];
   encode_chunk<E>(v, cs, w);
   store_chunk<E>(p.data, r * p.cols + c0, n, w);

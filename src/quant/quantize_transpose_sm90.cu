@@ -87,75 +87,6 @@ struct TileFormat {
 template <class In>
 using Raw = std::conditional_t<sizeof(In) == 4, uint32_t, uint16_t>;
 
-// fp32 value of the low / high 16-bit element of a word (bf16 -> f32 is a shift; f16 converts
-// exactly), or of a whole f32 word.
-template <class In>
-__device__ __forceinline__ float lo_f32(uint32_t w) {
-  if constexpr (sizeof(In) == 4) {
-    return __uint_as_float(w);
-  } else if constexpr (std::is_same_v<In, __half>) {
-    return __half2float(__ushort_as_half(static_cast<uint16_t>(w & 0xffffu)));
-  } else {
-    return __uint_as_float(w << 16);
-  }
-}
-template <class In>
-__device__ __forceinline__ float hi_f32(uint32_t w) {
-  if constexpr (std::is_same_v<In, __half>) {
-    return __half2float(__ushort_as_half(static_cast<uint16_t>(w >> 16)));
-  } else {
-    return __uint_as_float(w & 0xffff0000u);
-  }
-}
-
-// |x| bits of a 16-bit element (0..0xffff, sign cleared) as the fp32 bits of |x|: the conversion
-// is exact and monotone, so a max taken on 16-bit bits equals the max of abs_bits(float(x)).
-template <class In>
-__device__ __forceinline__ uint32_t abs16_to_f32_bits(uint32_t a) {
-  if constexpr (std::is_same_v<In, __half>) {
-    return abs_bits(__half2float(__ushort_as_half(static_cast<uint16_t>(a))));
-  } else {
-    return a << 16;
-  }
-}
-
-// Packed |x| maxima of 16-bit pairs: element-wise (low halves, high halves) max of w[i] & 0x7fff.
-template <int N>
-__device__ __forceinline__ uint32_t pair_abs_max(const uint32_t (&w)[N]) {
-  uint32_t m = w[0] & 0x7fff7fffu;
-#pragma unroll
-  for (int i = 1; i < N; ++i) m = __vmaxu2(m, w[i] & 0x7fff7fffu);
-  return m;
-}
-
-// A 16-element row chunk as raw words (16-bit inputs: element 2j in the low half of w[j]).
-template <class In>
-struct RowChunk {
-  static constexpr int kWords = sizeof(In) == 4 ? 16 : 8;
-  uint32_t w[kWords];
-  __device__ __forceinline__ uint32_t amax() const {  // fp32 bits of max |x|
-    if constexpr (sizeof(In) == 4) {
-      uint32_t m = 0;
-#pragma unroll
-      for (int i = 0; i < kWords; ++i) m = max(m, w[i] & 0x7fffffffu);
-      return m;
-    } else {
-      const uint32_t m = pair_abs_max(w);
-      return abs16_to_f32_bits<In>(max(m & 0xffffu, m >> 16));
-    }
-  }
-  __device__ __forceinline__ void values(float (&v)[kChunk]) const {
-#pragma unroll
-    for (int i = 0; i < kChunk; ++i) {
-      if constexpr (sizeof(In) == 4) {
-        v[i] = __uint_as_float(w[i]);
-      } else {
-        v[i] = i % 2 ? hi_f32<In>(w[i / 2]) : lo_f32<In>(w[i / 2]);
-      }
-    }
-  }
-};
-
 // Two adjacent columns of 16 rows as raw words: 16-bit inputs one word per row (column 0 in the
 // low half), f32 two (w[2k + h]).
 template <class In>
@@ -234,7 +165,7 @@ __device__ __forceinline__ ChunkScale chunk_scale(const TileParams& p, uint32_t 
   if constexpr (F == QuantFormat::kMxfp8 || F == QuantFormat::kMxfp4) {
     return {ChunkScale::kMx, 0.0f, mx_scale(amax, info, p.rceil)};
   } else if constexpr (F == QuantFormat::kNvfp4) {
-    return {ChunkScale::kNvfp4, fixed_s, nvfp4_block_scale(amax, fixed_s)};
+    return {ChunkScale::kNvfp4, fixed_s, nvfp4_block_scale_hw(amax, fixed_s)};
   } else if constexpr (F == QuantFormat::kFp8Block1x128) {
     return {ChunkScale::kFp32, fp32_scale(amax, info, p.pow2), 0};
   } else {

@@ -162,6 +162,13 @@ TEST(QuantCodec, E2M1PackOfEightMatchesReference) {
     uint32_t ref = 0;
     for (int k = 0; k < 8; ++k) ref |= uint32_t{encode_e2m1(q[k])} << (4 * k);
     if (pack_e2m1x8(q) != ref) ++bad;
+    // the kernels' form: magnitudes |q|, signs from another value of the same sign (their input)
+    float mag[8], sgn[8];
+    for (int k = 0; k < 8; ++k) {
+      mag[k] = std::fabs(q[k]);
+      sgn[k] = q[k] * 0.375f;  // same sign as q[k], zeros included
+    }
+    if (pack_e2m1x8(mag, sgn) != ref) ++bad;
   }
   EXPECT_EQ(bad, 0u);
 }
