@@ -347,12 +347,18 @@ DW_QHD float nvfp4_tensor_scale(uint32_t amax_bits) {
   return fbits(s) < kF32MinNormal ? bitsf(kF32MinNormal) : s;
 }
 
+// The value an NVFP4 block scale rounds: clamp((amax_b / 6) / s_t, 2^-6, 448), or NaN when amax_b
+// or s_t is not finite.
+DW_QHD float nvfp4_block_scale_value(uint32_t amax_bits, float s_t) {
+  if (amax_bits >= kF32Inf || fbits(s_t) >= kF32Inf) return bitsf(kF32QNaN);
+  const float v = div_rn(div_rn(bitsf(amax_bits), 6.0f), s_t);
+  return v < 0.015625f ? 0.015625f : (v > 448.0f ? 448.0f : v);
+}
+
 // NVFP4 block scale s_b = to_e4m3(clamp((amax_b / 6) / s_t, 2^-6, 448)); NaN when either is.
 DW_QHD uint8_t nvfp4_block_scale(uint32_t amax_bits, float s_t) {
-  if (amax_bits >= kF32Inf || fbits(s_t) >= kF32Inf) return kE4M3NaN;
-  float v = div_rn(div_rn(bitsf(amax_bits), 6.0f), s_t);
-  v = v < 0.015625f ? 0.015625f : (v > 448.0f ? 448.0f : v);
-  return encode_e4m3(v);
+  const float v = nvfp4_block_scale_value(amax_bits, s_t);
+  return v != v ? kE4M3NaN : encode_e4m3(v);
 }
 
 // Encoding with an FP32 scale: to_elem(v / scale); a NaN scale stores the NaN code.

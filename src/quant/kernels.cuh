@@ -66,14 +66,6 @@ __device__ __forceinline__ void load_chunk(const In* p, int n, float (&v)[kChunk
   for (int i = 0; i < kChunk; ++i) v[i] = i < n ? to_f32(p[i]) : 0.0f;
 }
 
-// Strided variant (the column walk of a transposed copy): element i at p[i * stride].
-template <class In>
-__device__ __forceinline__ void load_chunk_strided(const In* p, int64_t stride, int n,
-                                                   float (&v)[kChunk]) {
-#pragma unroll
-  for (int i = 0; i < kChunk; ++i) v[i] = i < n ? to_f32(p[i * stride]) : 0.0f;
-}
-
 // The per-tensor amax (kFp8Tensor, kNvfp4) as the bits of a non-negative float: either reduced
 // by amax_kernel (already non-negative) or the caller's amax, whose sign is dropped here.
 __device__ __forceinline__ uint32_t tensor_amax_bits(const uint32_t* amax) {
@@ -243,10 +235,8 @@ __device__ __forceinline__ float decode_ue4m3_hw(uint8_t b) {
 // nvfp4_block_scale (codec.hpp) with the e4m3 rounding of the clamped value done by the hardware
 // conversion, which equals encode_e4m3 on every finite input (see the top of this file).
 __device__ __forceinline__ uint8_t nvfp4_block_scale_hw(uint32_t amax_bits, float s_t) {
-  if (amax_bits >= kF32Inf || fbits(s_t) >= kF32Inf) return kE4M3NaN;
-  float v = div_rn(div_rn(bitsf(amax_bits), 6.0f), s_t);
-  v = v < 0.015625f ? 0.015625f : (v > 448.0f ? 448.0f : v);
-  return static_cast<uint8_t>(__nv_cvt_float2_to_fp8x2(make_float2(v, 0.0f), __NV_SATFINITE, __NV_E4M3));
+  const float v = nvfp4_block_scale_value(amax_bits, s_t);
+  return v != v ? kE4M3NaN : static_cast<uint8_t>(cvt_fp8x2<Elem::kE4M3>(v, 0.0f));
 }
 
 // How the codes of a chunk are derived from its values.
