@@ -219,6 +219,49 @@ DW_QHD uint32_t pack_e2m1x8(const float* mag, const float* sgn) {
   return (ev | (od << 4)) | (se & 0x08080808u) | (so & 0x80808080u);
 }
 
+// Packers for e2m1 codes computed two per 32-bit word (kernels.cuh, Mx4Packed): a 16-bit lane
+// holds the magnitude code (0..7) of one element in its low byte (the high byte is a constant of
+// that arithmetic), and the element's raw 16-bit input (bf16 / f16) in the same lane of w gives
+// its sign (bit 15 of the lane). Byte gathers only: prmt selector nibble 8 + b replicates byte b's
+// sign bit, so byte 1 (3) of a word becomes 0x00 or 0xff by the sign of its low (high) lane.
+//
+// Elements 2j (low lane) and 2j + 1 of mag[j], w[j], j = 0..3: eight codes, low nibble first.
+DW_QHD uint32_t pack_e2m1_lanes(const uint32_t* mag, const uint32_t* w) {
+  const uint32_t t0 = prmt_b32(mag[0], mag[1], 0x6240u);  // codes of elements 0, 2, 1, 3
+  const uint32_t t1 = prmt_b32(mag[2], mag[3], 0x6240u);  // 4, 6, 5, 7
+  const uint32_t s0 = prmt_b32(w[0], w[1], 0xfbd9u);      // signs of 0, 2, 1, 3
+  const uint32_t s1 = prmt_b32(w[2], w[3], 0xfbd9u);
+  const uint32_t ev = prmt_b32(t0, t1, 0x5410u), od = prmt_b32(t0, t1, 0x7632u);
+  const uint32_t se = prmt_b32(s0, s1, 0x5410u), so = prmt_b32(s0, s1, 0x7632u);
+  return (ev | (od << 4)) | (se & 0x08080808u) | (so & 0x80808080u);
+}
+
+// Two columns of 16 rows: mag[k], w[k] hold row k of column 0 (low lane) and column 1 (high
+// lane); out[h][o] gets the eight codes of rows 8o .. 8o + 7 of column h, low nibble first.
+DW_QHD void pack_e2m1_col_pair(const uint32_t* mag, const uint32_t* w, uint32_t (&out)[2][2]) {
+  for (int o = 0; o < 2; ++o) {
+    const uint32_t* m = mag + 8 * o;
+    const uint32_t* s = w + 8 * o;
+    uint32_t y[4];
+    for (int j = 0; j < 4; ++j) {
+      // bytes: (col 0, row 2j), (col 0, row 2j + 1), (col 1, row 2j), (col 1, row 2j + 1);
+      // adding t >> 4 puts each odd row's code in the high nibble of its even row's byte (no
+      // carries: every byte of t is at most 7)
+      const uint32_t t = prmt_b32(m[2 * j], m[2 * j + 1], 0x6240u);
+      y[j] = t + (t >> 4);  // byte 0: column 0's byte j of the output, byte 2: column 1's
+    }
+    const uint32_t z0 = prmt_b32(y[0], y[1], 0x6240u), z1 = prmt_b32(y[2], y[3], 0x6240u);
+    // sign bytes of the even rows (0, 2 | 4, 6) and odd rows (1, 3 | 5, 7) of both columns
+    const uint32_t ae = prmt_b32(s[0], s[2], 0xfbd9u), be = prmt_b32(s[4], s[6], 0xfbd9u);
+    const uint32_t ao = prmt_b32(s[1], s[3], 0xfbd9u), bo = prmt_b32(s[5], s[7], 0xfbd9u);
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t sel = h ? 0x7632u : 0x5410u;
+      out[h][o] = prmt_b32(z0, z1, sel) | (prmt_b32(ae, be, sel) & 0x08080808u) |
+                  (prmt_b32(ao, bo, sel) & 0x80808080u);
+    }
+  }
+}
+
 // The same for eight signed non-NaN values q[k]: encode_e2m1_nonnan(q[k]).
 DW_QHD uint32_t pack_e2m1x8(const float* q) {
   float mag[8];

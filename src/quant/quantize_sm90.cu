@@ -75,10 +75,8 @@ __global__ void __launch_bounds__(256) quantize_groups_kernel(const GroupParams 
       if (writer) static_cast<uint8_t*>(p.scales)[si] = cs.sb;
       break;
   }
-  float v[kChunk];
-  x.values(v);
   uint32_t w[4];
-  encode_chunk<E>(v, cs, w);
+  encode_row_chunk<In, E>(x, cs, w);
   store_chunk<E>(p.data, r * p.cols + c0, n, w);
 }
 

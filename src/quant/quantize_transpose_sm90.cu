@@ -352,10 +352,8 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
                              group_scale_offset(p.swizzle, p.C, r, (c0 + cc) >> Fmt::kShift), cs);
           }
         }
-        float v[kChunk];
-        x.values(v);
         uint32_t w[4];
-        encode_chunk<E>(v, cs, w);
+        encode_row_chunk<In, E>(x, cs, w);
         store_chunk<E>(p.data, r * p.K + c0 + cc, min(ncols - cc, kChunk), w);
       }
     }
@@ -388,24 +386,48 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
         group_max<kTpg>(m, kPacked);  // a group's chunks are in adjacent lanes (ch)
         if (nr <= 0) continue;
         const int64_t r = r0 + ch * kChunk;
+        ChunkScale cs[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int cc = 2 * cp + h;
+          const int64_t k = c0 + cc;
+          float s = tile_s;
+          if constexpr (F == QuantFormat::kFp8Row) {
+            if (cc < ncols) s = static_cast<const float*>(p.scales_t)[k];
+          }
+          cs[h] = chunk_scale<Fmt>(p, ColPair<In>::amax(m, h), s);
+          if constexpr (Fmt::kBlock != 0) {
+            if ((ch & (kTpg - 1)) == 0 && cc < ncols) {
+              store_scale<Fmt>(p.scales_t, group_scale_offset(p.swizzle, p.Ct, k, r >> Fmt::kShift),
+                               cs[h]);
+            }
+          }
+        }
+        // MXFP4 of 16-bit inputs: both columns at once on the lanes of the row words
+        // (Mx4Packed), when both scales allow it.
+        uint32_t packed[2][2] = {};
+        bool both = false;
+        if constexpr (F == QuantFormat::kMxfp4 && kPacked) {
+          both = Mx4Packed<In>::usable(cs[0].sb) && Mx4Packed<In>::usable(cs[1].sb);
+          if (both) {
+            const Mx4Packed<In> enc(cs[0].sb, cs[1].sb);
+            uint32_t mag[kChunk];
+#pragma unroll
+            for (int k = 0; k < kChunk; ++k) mag[k] = enc.magnitudes(x.w[k]);
+            pack_e2m1_col_pair(mag, x.w, packed);
+          }
+        }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int cc = 2 * cp + h;
           if (cc >= ncols) continue;
           const int64_t k = c0 + cc;
-          float s = tile_s;
-          if constexpr (F == QuantFormat::kFp8Row) s = static_cast<const float*>(p.scales_t)[k];
-          const ChunkScale cs = chunk_scale<Fmt>(p, ColPair<In>::amax(m, h), s);
-          if constexpr (Fmt::kBlock != 0) {
-            if ((ch & (kTpg - 1)) == 0) {
-              store_scale<Fmt>(p.scales_t, group_scale_offset(p.swizzle, p.Ct, k, r >> Fmt::kShift),
-                               cs);
-            }
+          uint32_t w[4] = {packed[h][0], packed[h][1], 0, 0};
+          if (!both) {
+            float v[kChunk];
+            x.values(h, v);
+            encode_chunk<E>(v, cs[h], w);
           }
-          float v[kChunk];
-          x.values(h, v);
-          uint32_t w[4];
-          encode_chunk<E>(v, cs, w);
           if (!kFp4 && p.stage_t) {
             *reinterpret_cast<uint4*>(stage + cc * kTileR + ch * kChunk) =
                 make_uint4(w[0], w[1], w[2], w[3]);

@@ -173,6 +173,50 @@ TEST(QuantCodec, E2M1PackOfEightMatchesReference) {
   EXPECT_EQ(bad, 0u);
 }
 
+// The packers of codes computed on 16-bit lanes (rows: elements in lane order; column pairs:
+// rows of two columns) equal nibble-by-nibble packing of sign << 3 | code, with the lanes' high
+// bytes set as the bf16 (0x43) and f16 (0x64) arithmetic leaves them.
+TEST(QuantCodec, E2M1LanePackersMatchNibblePacking) {
+  uint64_t state = 0x243f6a8885a308d3ull;
+  auto next = [&]() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return static_cast<uint32_t>(state);
+  };
+  uint64_t bad = 0;
+  for (int it = 0; it < 100000; ++it) {
+    const uint32_t hi = it % 2 ? 0x4300u : 0x6400u;
+    uint32_t code[32], sign[32], mag[16], w[16];
+    for (int e = 0; e < 32; ++e) {
+      const uint32_t r = next();
+      code[e] = r % 8;
+      sign[e] = (r >> 3) & 1;
+    }
+    for (int k = 0; k < 16; ++k) {  // element 2k in the low lane, 2k + 1 in the high lane
+      mag[k] = (hi | code[2 * k]) | (hi | code[2 * k + 1]) << 16;
+      const uint32_t r = next() & 0x7fff7fffu;  // any other input bits
+      w[k] = r | sign[2 * k] << 15 | sign[2 * k + 1] << 31;
+    }
+    auto nib = [&](int e) { return (sign[e] << 3 | code[e]); };
+    for (int o = 0; o < 2; ++o) {  // rows: elements 8o .. 8o + 7
+      uint32_t want = 0;
+      for (int k = 0; k < 8; ++k) want |= nib(8 * o + k) << (4 * k);
+      if (pack_e2m1_lanes(mag + 4 * o, w + 4 * o) != want) ++bad;
+    }
+    uint32_t out[2][2];  // column pairs: column h of row k is element 2k + h
+    pack_e2m1_col_pair(mag, w, out);
+    for (int h = 0; h < 2; ++h) {
+      for (int o = 0; o < 2; ++o) {
+        uint32_t want = 0;
+        for (int k = 0; k < 8; ++k) want |= nib(2 * (8 * o + k) + h) << (4 * k);
+        if (out[h][o] != want) ++bad;
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0u);
+}
+
 TEST(QuantCodec, TiesToEvenAtEveryBoundary) {
   check_ties_and_neighbours(positive_values(4, 3, 7, 0x7e), encode_e4m3, 0x80);
   check_ties_and_neighbours(positive_values(5, 2, 15, 0x7b), encode_e5m2, 0x80);

@@ -194,6 +194,48 @@ def test_extreme_magnitudes_bit_identical(fmt, dtype, seed):
                     deepwell.quantize(x, fmt, transpose=True, **kw), f"{fmt} {i} misaligned")
 
 
+def every_16bit_value_in_blocks(dtype, gen, block=32):
+    """Every finite bf16 / f16 value, each in a block whose amax lies 0..13 binades above it (so its
+    quotient by the block scale spans every e2m1 code), blocks at every exponent the format has,
+    zeros and subnormals included. Rows of `block` elements, shuffled within each row."""
+    bits = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(dtype).float()
+    vals = bits[torch.isfinite(bits)]
+    finfo = torch.finfo(dtype)
+    e = torch.floor(torch.log2(vals.abs().clamp(min=finfo.tiny)))
+    lo, hi = int(e.min()), int(torch.log2(torch.tensor(finfo.max)).floor())
+    anchor = (e + torch.randint(0, 14, e.shape, generator=gen)).clamp(lo, hi)
+    order = torch.argsort(anchor * 4 + torch.rand(anchor.shape, generator=gen))
+    vals, anchor = vals[order], anchor[order]
+    n = (len(vals) + block - 2) // (block - 1) * (block - 1)
+    vals = torch.cat([vals, torch.zeros(n - len(vals))]).view(-1, block - 1)
+    anchor = torch.cat([anchor, torch.full((n - len(anchor),), float(lo))]).view(-1, block - 1)
+    # the block's amax: 1.5 * 2^(its largest anchor), at most the format's max
+    top = torch.minimum(1.5 * 2.0 ** anchor.amax(dim=1, keepdim=True), torch.tensor(finfo.max))
+    rows = torch.cat([vals, top * torch.where(torch.rand(top.shape, generator=gen) < 0.5, -1.0, 1.0)], 1)
+    perm = torch.argsort(torch.rand(rows.shape, generator=gen), dim=1)
+    return torch.gather(rows, 1, perm).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("rule", ["floor", "rceil"])
+def test_mxfp4_every_16bit_value(dtype, rule, seed):
+    """The packed-half MXFP4 encoder (kernels.cuh, Mx4Packed) and its fp32 fallback at the ends of
+    the scale range, on every finite input value: rows (row kernel and tile kernel) and columns."""
+    gen = torch.Generator().manual_seed(seed)
+    blocks = every_16bit_value_in_blocks(dtype, gen)  # (n, 32)
+    n = blocks.shape[0] // 128 * 128
+    blocks = blocks[:n]
+    rows = blocks.reshape(-1, 2048)  # 64 blocks per row
+    assert_same(deepwell.quantize(rows.cuda(), "mxfp4", rule=rule),
+                deepwell.quantize(rows, "mxfp4", rule=rule), f"{dtype} {rule} rows")
+    # columns whose 32-row groups are the blocks: full 128-row tiles, and 32-row edge tiles
+    full = blocks.view(4, n // 4, 32).permute(0, 2, 1).reshape(128, n // 4)
+    for x in (full, blocks.t().contiguous()):
+        kw = dict(rule=rule, transpose=True)
+        assert_same(deepwell.quantize(x.cuda(), "mxfp4", **kw), deepwell.quantize(x, "mxfp4", **kw),
+                    f"{dtype} {rule} transposed {tuple(x.shape)}")
+
+
 @pytest.mark.parametrize("fmt,elem,rule", cases())
 @pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_dequantize_bit_identical(fmt, elem, rule, out_dtype, seed):
@@ -256,7 +298,7 @@ def test_bandwidth_report():
         for transpose in (False, True):
             moved = n_in + x.numel() * out_per_elem * (2 if transpose else 1)
             t = _time(lambda: deepwell.quantize(x, fmt, transpose=transpose))
-            half = int(moved) // 2
+            half = int(moved) // 2 // 256 * 256  # whole 256-byte blocks: the vectorized copy
             c = _time(lambda: dst[:half].copy_(src[:half]))
             print(f"quantize {fmt:17s} transpose={transpose!s:5s} {moved / t / 1e9:6.0f} GB/s, "
                   f"copy of as many bytes {2 * half / c / 1e9:6.0f} GB/s, ratio {(moved / t) / (2 * half / c):.2f}")
