@@ -192,10 +192,11 @@ def _context_alive(device: str) -> bool:
 
 
 def run_variants(variants: list[Variant], device: str, flops: float | None,
-                 label: str = "", interleave: bool = True) -> dict:
+                 label: str = "", interleave: bool = True, graph: bool = False) -> dict:
     """Checks each variant against its float64 reference on fresh inputs, then times the ones that
     passed together, interleaved (timing.measure_many), or each in its own block of calls when
-    interleave is False (host-bound cases: see docs/benchmarking.md, "Timing").
+    interleave is False (host-bound cases: see docs/benchmarking.md, "Timing"); graph: replays of
+    CUDA graphs of the calls, interleaved (timing.measure_graph: kernel time, no host cost).
     Returns {name: {"status": "ok"|"FAILED"|"unavailable"|"error", ...}}."""
     results: dict[str, dict] = {}
     sets_cache: dict[int, list] = {}
@@ -236,14 +237,15 @@ def run_variants(variants: list[Variant], device: str, flops: float | None,
 
     stats = None  # from the interleaved timer; None: each variant timed in its own block
     if timed:
-        how = "" if interleave else ", one after the other"
+        how = ", CUDA graphs" if graph else "" if interleave else ", one after the other"
         progress(f"{label} -> timing {', '.join(timed)}{how}")
-    if timed and interleave:
+    if timed and (interleave or graph):
+        timer = timing.measure_graph if graph and device != "cpu" else timing.measure_many
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                stats = timing.measure_many(
-                    {n: (v.fn, sets_cache[id(v.gen)]) for n, (v, _) in timed.items()}, device)
+                stats = timer({n: (v.fn, sets_cache[id(v.gen)]) for n, (v, _) in timed.items()},
+                              device)
         except Exception:  # noqa: BLE001 - one variant broke the round: time each alone
             if not _context_alive(device):
                 raise

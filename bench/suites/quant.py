@@ -9,12 +9,11 @@ with the transposed copy (row and column amaxes) read x twice: their ratio is bo
 scaling; reduced outside the timed call): one read of x. Cells: GB/s of moved bytes; ratio: deepwell GB/s / copy GB/s (the
 issue-4 bar is 0.80).
 
-Timing: each variant in its own block of calls (interleave=False, as attention_small). One
-quantize call costs 25-58 µs of host time on an H100 host, as much as its GPU time at 4097x8192;
-interleaved with the copy, each call then started from an idle GPU and the suite measured host
-latency plus kernel (docs/perf-notes.md, quantization open item 5). In a block the host runs ahead
-of the GPU wherever the kernel takes longer than the call's host cost, so the cells are the
-kernels' bandwidth, which is what the 0.80 bar is about.
+Timing: replays of CUDA graphs of the calls (common.run_variants(graph=True), timing.measure_graph):
+kernel time only. One quantize call costs 25-58 µs of host time on an H100 host, as much as its
+GPU time at 4097x8192; timed call by call with events (even in blocks of calls, session 10), the
+cells then moved with the host (mxfp8 rows at 4097x8192: 0.54 / 0.75 / 1.09 of copy in three
+runs, docs/perf-notes.md). The 0.80 bar is about the kernels' bandwidth, which this measures.
 
 Correctness per case (before timing, fresh input, outputs poisoned): the outputs are decoded with
 deepwell.dequantize on the GPU and compared with x (x^T for the transposed copy) in float64; the
@@ -52,7 +51,9 @@ def cases(smoke: bool, cpu: bool = False):
 def _copy_variant(nbytes: int, dev: str) -> Variant:
     import torch
 
-    half = nbytes // 2
+    # a whole number of 256-byte blocks each way: an odd length sends torch's copy to its
+    # unvectorized kernel (0.81x of the vectorized one's bandwidth in graph timing, H100)
+    half = nbytes // 2 // 256 * 256
 
     def gen(seed):
         g = common.generator(dev, seed)
@@ -127,12 +128,13 @@ def run(case: dict) -> dict:
         check = lambda out, args: _decoded_error(dw, out, args[0], fmt, transpose)  # noqa: E731
         tol = TOL.get(fmt, 0.05)
     del x0
-    variants = [Variant("deepwell", fn, gen, check, R * K * 2, out_bytes, ours=True, tol=tol),
-                _copy_variant(moved, dev)]
-    res = common.run_variants(variants, dev, None, label, interleave=False)
+    copy = _copy_variant(moved, dev)
+    copy_bytes = copy.set_bytes  # read + written by the copy
+    variants = [Variant("deepwell", fn, gen, check, R * K * 2, out_bytes, ours=True, tol=tol), copy]
+    res = common.run_variants(variants, dev, None, label, graph=True)
     for name, r in res.items():
         if r.get("status") == "ok":
-            r["gbps"] = (moved if name == "deepwell" else 2 * (moved // 2)) / r["median_us"] / 1e3
+            r["gbps"] = (moved if name == "deepwell" else copy_bytes) / r["median_us"] / 1e3
     row["variants"] = res
     row["moved_bytes"] = moved
     row["ratios"] = {"deepwell/copy": common.ratio(common.metric(res["deepwell"], "gbps"),
