@@ -36,48 +36,67 @@ struct GroupParams {
   int64_t tpr;      // threads per row: a multiple of tpg
   int64_t C;        // scale columns per row
   int64_t row0, launch_rows;  // the rows of this launch (thread indices stay below 2^31)
+  int64_t row_half;           // quantize_groups_kernel: ceil(launch_rows / kGroupRows)
   FastDiv tpr_div;
 };
+
+// A thread encodes the chunk at column c0 of two rows, rl and rl + row_half: both chunks' loads
+// are in flight together, and the index math and the per-tensor scale are done once for the two
+// (ncu, H100, NVFP4 rows of bf16 8192^2 with one chunk per thread: ~407 instructions per chunk,
+// about a third of them per-thread overhead).
+constexpr int kGroupRows = 2;
 
 template <class In, Elem E>
 __global__ void __launch_bounds__(256) quantize_groups_kernel(const GroupParams p) {
   const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
   const uint32_t rl = p.tpr_div.div(t);
-  const int64_t r = p.row0 + rl, c0 = (int64_t{t} - int64_t{rl} * p.tpr) * kChunk;
-  const bool active = rl < p.launch_rows;
-  const int n = active ? static_cast<int>(std::min<int64_t>(std::max<int64_t>(p.cols - c0, 0), kChunk)) : 0;
-  RowChunk<In> x;
-  x.load(static_cast<const In*>(p.x) + (n ? r * p.row_stride + c0 : 0), n);
-  uint32_t amax = x.amax();  // packed 16-bit maxima: one max per two elements
-  // Every lane takes part in the shuffles (the lanes of a group are adjacent and aligned).
-  for (int o = 1; o < p.tpg; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-  if (n == 0) return;
-
-  const ElemInfo info = elem_info(E);
-  ChunkScale cs{ChunkScale::kFp32, 0.0f, 0};
-  const bool writer = ((c0 / kChunk) & (p.tpg - 1)) == 0;
-  const int64_t si = group_scale_offset(p.swizzle, p.C, r, c0 >> p.block_shift);
-  switch (p.format) {
-    case QuantFormat::kFp8Tensor:
-      cs.s = fp32_scale(tensor_amax_bits(p.amax), info, p.pow2);
-      break;
-    case QuantFormat::kFp8Block1x128:
-      cs.s = fp32_scale(amax, info, p.pow2);
-      if (writer) static_cast<float*>(p.scales)[si] = cs.s;
-      break;
-    case QuantFormat::kNvfp4:
-      cs = {ChunkScale::kNvfp4, nvfp4_tensor_scale(tensor_amax_bits(p.amax)), 0};
-      cs.sb = nvfp4_block_scale_hw(amax, cs.s);
-      if (writer) static_cast<uint8_t*>(p.scales)[si] = cs.sb;
-      break;
-    default:  // MX
-      cs = {ChunkScale::kMx, 0.0f, mx_scale(amax, info, p.rceil)};
-      if (writer) static_cast<uint8_t*>(p.scales)[si] = cs.sb;
-      break;
+  const int64_t c0 = (int64_t{t} - int64_t{rl} * p.tpr) * kChunk;
+  const int ncols = static_cast<int>(std::min<int64_t>(std::max<int64_t>(p.cols - c0, 0), kChunk));
+  RowChunk<In> x[kGroupRows];
+  int n[kGroupRows];
+#pragma unroll
+  for (int i = 0; i < kGroupRows; ++i) {
+    const int64_t rli = rl + int64_t{i} * p.row_half;
+    n[i] = rl < p.row_half && rli < p.launch_rows ? ncols : 0;
+    x[i].load(static_cast<const In*>(p.x) + (n[i] ? (p.row0 + rli) * p.row_stride + c0 : 0), n[i]);
   }
-  uint32_t w[4];
-  encode_row_chunk<In, E>(x, cs, w);
-  store_chunk<E>(p.data, r * p.cols + c0, n, w);
+  const ElemInfo info = elem_info(E);
+  float tensor_s = 0.0f;  // kFp8Tensor: the scale; kNvfp4: s_t
+  if (p.format == QuantFormat::kFp8Tensor) {
+    tensor_s = fp32_scale(tensor_amax_bits(p.amax), info, p.pow2);
+  } else if (p.format == QuantFormat::kNvfp4) {
+    tensor_s = nvfp4_tensor_scale(tensor_amax_bits(p.amax));
+  }
+  const bool writer = ((c0 / kChunk) & (p.tpg - 1)) == 0;
+#pragma unroll
+  for (int i = 0; i < kGroupRows; ++i) {
+    uint32_t amax = x[i].amax();  // packed 16-bit maxima: one max per two elements
+    // Every lane takes part in the shuffles (the lanes of a group are adjacent and aligned).
+    for (int o = 1; o < p.tpg; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    if (n[i] == 0) continue;
+    const int64_t r = p.row0 + rl + int64_t{i} * p.row_half;
+    ChunkScale cs{ChunkScale::kFp32, tensor_s, 0};
+    const int64_t si = group_scale_offset(p.swizzle, p.C, r, c0 >> p.block_shift);
+    switch (p.format) {
+      case QuantFormat::kFp8Tensor:
+        break;
+      case QuantFormat::kFp8Block1x128:
+        cs.s = fp32_scale(amax, info, p.pow2);
+        if (writer) static_cast<float*>(p.scales)[si] = cs.s;
+        break;
+      case QuantFormat::kNvfp4:
+        cs = {ChunkScale::kNvfp4, tensor_s, nvfp4_block_scale_hw(amax, tensor_s)};
+        if (writer) static_cast<uint8_t*>(p.scales)[si] = cs.sb;
+        break;
+      default:  // MX
+        cs = {ChunkScale::kMx, 0.0f, mx_scale(amax, info, p.rceil)};
+        if (writer) static_cast<uint8_t*>(p.scales)[si] = cs.sb;
+        break;
+    }
+    uint32_t w[4];
+    encode_row_chunk<In, E>(x[i], cs, w);
+    store_chunk<E>(p.data, r * p.cols + c0, n[i], w);
+  }
 }
 
 // kFp8Row: blockDim 256 = (256 / tpr) rows of tpr threads. A row of at most tpr * 16 * kHold
@@ -261,10 +280,11 @@ Status launch_rows(const Problem& p, const uint32_t* amax, cudaStream_t stream) 
   const int64_t rows_per_launch = (kMaxLaunchThreads - 256) / g.tpr;
   for (g.row0 = 0; g.row0 < g.rows; g.row0 += rows_per_launch) {
     g.launch_rows = std::min(rows_per_launch, g.rows - g.row0);
+    g.row_half = (g.launch_rows + kGroupRows - 1) / kGroupRows;
     with_types(p.main.x.dtype, p.elem, [&](auto in, auto el) {
       using In = typename decltype(in)::type;
       quantize_groups_kernel<In, decltype(el)::value>
-          <<<grid_for(g.launch_rows * g.tpr), 256, 0, stream>>>(g);
+          <<<grid_for(g.row_half * g.tpr), 256, 0, stream>>>(g);
     });
     DW_TRY(detail::last_launch_status("quantize"));
   }
