@@ -441,7 +441,19 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
         const int warp = tid / 32, lane = tid % 32;
         for (int cc = warp; cc < ncols; cc += kThreads / 32) {
           uint8_t* dst = p.data_t + (c0 + cc) * p.R + r0;
-          for (int j = lane; j < nrows; j += 32) dst[j] = stage[cc * kTileR + j];
+          const uint8_t* src = stage + cc * kTileR;
+          // bytes up to dst's first 4-byte boundary, then whole 4-byte words (a lane each: one
+          // store instruction per row segment, where byte stores took four), then the rest
+          const int head =
+              min(static_cast<int>((4u - (reinterpret_cast<uintptr_t>(dst) & 3u)) & 3u), nrows);
+          const int words = (nrows - head) >> 2, tail0 = head + 4 * words;
+          if (lane < head) dst[lane] = src[lane];
+          if (lane < words) {  // bytes head + 4 lane .. + 3 of src: words lane, lane + 1 (head > 0)
+            const uint32_t* s32 = reinterpret_cast<const uint32_t*>(src) + lane;
+            const uint32_t v = head ? __funnelshift_r(s32[0], s32[1], 8 * head) : s32[0];
+            *reinterpret_cast<uint32_t*>(dst + head + 4 * lane) = v;
+          }
+          if (tail0 + lane < nrows) dst[tail0 + lane] = src[tail0 + lane];
         }
       }
     }

@@ -127,7 +127,10 @@ def test_transposed_copy_bit_identical(fmt, elem, rule, dtype, seed):
     gen = torch.Generator().manual_seed(seed)
     block_rows = fmt in ("mxfp8", "mxfp4", "nvfp4")
     binades = 8 if dtype == torch.float16 else 20
-    for R, K in ([(32, 64), (96, 160), (512, 1024)] if block_rows else [(1, 1), (70, 150), (300, 1000)]):
+    # odd R (131): data_t rows at every 4-byte offset (the staged word stores' head bytes)
+    shapes = ([(32, 64), (96, 160), (512, 1024)] if block_rows else
+              [(1, 1), (70, 150), (131, 260), (300, 1000)])
+    for R, K in shapes:
         x = make_input((R, K), gen, nonfinite=fmt not in ("fp8_tensor", "nvfp4"),
                        binades=binades).to(dtype)
         kw = dict(rule=rule, elem=elem if fmt not in FP4 else "e4m3", transpose=True)
