@@ -7,7 +7,7 @@ Formats that reduce a per-tensor amax first (fp8_tensor, nvfp4's FP32 tensor sca
 with the transposed copy (row and column amaxes) read x twice: their ratio is bounded by about
 (in + out) / (2 in + out). "fp8_tensor+amax" and "nvfp4+amax" pass the amax in (amax=, delayed
 scaling; reduced outside the timed call): one read of x. Cells: GB/s of moved bytes; ratio: deepwell GB/s / copy GB/s, the faster of two
-copies on separate buffers (the issue-4 bar is 0.80).
+copies of about the same size (rounded to 256 bytes and to 1 MiB; the issue-4 bar is 0.80).
 
 Timing: replays of CUDA graphs of the calls (common.run_variants(graph=True), timing.measure_graph):
 kernel time only. One quantize call costs 25-58 µs of host time on an H100 host, as much as its
@@ -48,12 +48,12 @@ def cases(smoke: bool, cpu: bool = False):
                "device": dev}
 
 
-def _copy_variant(nbytes: int, dev: str, name: str = "copy") -> Variant:
+def _copy_variant(nbytes: int, dev: str, name: str = "copy", unit: int = 256) -> Variant:
+    """A copy of about nbytes / 2 bytes, rounded down to a multiple of `unit` (at least 256: an
+    odd length sends torch's copy to its unvectorized kernel, 0.81x the bandwidth)."""
     import torch
 
-    # a whole number of 256-byte blocks each way: an odd length sends torch's copy to its
-    # unvectorized kernel (0.81x of the vectorized one's bandwidth in graph timing, H100)
-    half = nbytes // 2 // 256 * 256
+    half = max(nbytes // 2 // unit * unit, 256)
 
     def gen(seed):
         g = common.generator(dev, seed)
@@ -128,17 +128,17 @@ def run(case: dict) -> dict:
         check = lambda out, args: _decoded_error(dw, out, args[0], fmt, transpose)  # noqa: E731
         tol = TOL.get(fmt, 0.05)
     del x0
-    # Two copies of the same size on their own buffers, the faster one is the baseline: in graph
-    # timing a copy's bandwidth at these sizes was bimodal from case to case (2336 vs 2870 GB/s
-    # for the same 134 MB, session 11), apparently with the buffers' placement.
-    copies = [_copy_variant(moved, dev, name) for name in ("copy", "copy_b")]
-    copy_bytes = copies[0].set_bytes  # read + written by one copy
+    # Two copies, the faster (in GB/s of its own bytes) is the baseline: the size rounded to 256
+    # bytes and to 1 MiB. In graph timing a copy's bandwidth depended on its exact length (H100,
+    # session 11: 2326 GB/s at 2 x 67.13 MB, 2870 GB/s at 2 x 67.15 MB, on separate buffers alike).
+    copies = [_copy_variant(moved, dev, "copy"), _copy_variant(moved, dev, "copy_b", 1 << 20)]
+    copy_bytes = {c.name: c.set_bytes for c in copies}  # read + written by each copy
     variants = [Variant("deepwell", fn, gen, check, R * K * 2, out_bytes, ours=True, tol=tol),
                 *copies]
     res = common.run_variants(variants, dev, None, label, graph=True)
     for name, r in res.items():
         if r.get("status") == "ok":
-            r["gbps"] = (moved if name == "deepwell" else copy_bytes) / r["median_us"] / 1e3
+            r["gbps"] = (moved if name == "deepwell" else copy_bytes[name]) / r["median_us"] / 1e3
     row["variants"] = res
     row["moved_bytes"] = moved
     _, best_copy = common.best_of(res, ["copy", "copy_b"], "gbps")
