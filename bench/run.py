@@ -82,7 +82,7 @@ def run_child(args) -> int:
     torch.set_grad_enabled(False)
     doc = {"suite": suite.NAME, "mode": device, "smoke": args.smoke, "status": "running",
            "note": CPU_NOTE if device == "cpu" else "GPU numbers",
-           "env": common.env_info(device), "timing": timing.describe(device),
+           "env": common.env_info(device), "timing": timing.describe(device, getattr(suite, "TIMER", "")),
            "metric": "gflops" if device == "cpu" and suite.METRIC == "tflops" else suite.METRIC,
            "case_keys": suite.CASE_KEYS, "variants": [], "ratios": [],
            "rows": []}

@@ -32,10 +32,13 @@ def configure(**kw):
     CONFIG.update({k: v for k, v in kw.items() if v is not None})
 
 
-def describe(device: str) -> dict:
-    """What the JSON records about the timing method."""
+def describe(device: str, timer: str = "") -> dict:
+    """What the JSON records about the timing method (timer "graph": the suite times CUDA graphs)."""
     if device == "cpu":
         return {"timer": "time.perf_counter per call", **CPU_CONFIG, "stat": "median"}
+    if timer == "graph":
+        return {"timer": "CUDA graphs of the calls, one event pair per replay (measure_graph)",
+                **CONFIG, "stat": "median of replay time / calls", "flush_bytes": 0}
     return {"timer": "CUDA events, one pair per eager call", **CONFIG, "stat": "median",
             "flush_bytes": 256 << 20 if CONFIG["l2"] == "flush" else 0}
 

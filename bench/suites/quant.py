@@ -27,6 +27,7 @@ from common import Variant
 
 NAME = "quant"
 METRIC = "gbps"
+TIMER = "graph"  # run_variants(graph=True) below; recorded in the JSON's "timing"
 CASE_KEYS = ["op", "format", "transpose", "R", "K"]
 FORMATS = ["mxfp8", "mxfp4", "nvfp4", "fp8_block1x128", "fp8_block128x128", "fp8_row",
            "fp8_tensor", "fp8_tensor+amax", "nvfp4+amax"]
