@@ -24,8 +24,8 @@
 // Amaxes of 16-bit inputs are taken on packed pairs (__vmaxu2 of |x| bits: the bits of
 // non-negative bf16/f16 values order like the values, NaN above Inf), one instruction per two
 // elements. When the rows of data_t are not 16-byte aligned (R % 16 != 0) the column codes go
-// through shared memory and whole warps write each data_t row (32 consecutive bytes per store
-// instruction instead of 16 single-byte stores per lane).
+// through shared memory and 8 lanes write each data_t row segment: 16-byte stores from its first
+// 16-byte boundary on, bytes before and after (instead of 16 single-byte stores per lane).
 // Scales and codes come from codec.hpp through encode_chunk, exactly as the row kernels.
 //
 // kFp8Tensor and kNvfp4 read the tensor amax of launch_amax (quantize_sm90.cu) or the caller's;
@@ -205,9 +205,10 @@ struct TileShape {
   static __device__ __forceinline__ int unit_at(int rr, int u) {
     return rr * kRowBytes + ((u ^ ((rr >> 4) & 7)) << 4);
   }
-  // dynamic shared memory: two tile buffers, then (stage_t) TK rows of 128 data_t codes
+  // dynamic shared memory: two tile buffers, then (stage_t) TK rows of 128 data_t codes and 16
+  // bytes of slack (the staged stores read up to 16 bytes past a row)
   static size_t smem_bytes(bool stage_t) {
-    return 2 * size_t{kTileBytes} + (stage_t ? size_t{TK} * kTileR : 0);
+    return 2 * size_t{kTileBytes} + (stage_t ? size_t{TK} * kTileR + 16 : 0);
   }
 };
 
@@ -436,24 +437,31 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
           }
         }
       }
-      if (!kFp4 && p.stage_t) {  // warps write whole data_t row segments
+      if (!kFp4 && p.stage_t) {  // data_t row segments from the stage, 16 bytes per lane
         __syncthreads();
-        const int warp = tid / 32, lane = tid % 32;
-        for (int cc = warp; cc < ncols; cc += kThreads / 32) {
+        const int k = tid & 7;  // 8 lanes per column: up to 16 bytes each
+        for (int cc = tid >> 3; cc < ncols; cc += kThreads / 8) {
           uint8_t* dst = p.data_t + (c0 + cc) * p.R + r0;
           const uint8_t* src = stage + cc * kTileR;
-          // bytes up to dst's first 4-byte boundary, then whole 4-byte words (a lane each: one
-          // store instruction per row segment, where byte stores took four), then the rest
+          // bytes up to dst's first 16-byte boundary, whole 16-byte units, then the rest
           const int head =
-              min(static_cast<int>((4u - (reinterpret_cast<uintptr_t>(dst) & 3u)) & 3u), nrows);
-          const int words = (nrows - head) >> 2, tail0 = head + 4 * words;
-          if (lane < head) dst[lane] = src[lane];
-          if (lane < words) {  // bytes head + 4 lane .. + 3 of src: words lane, lane + 1 (head > 0)
-            const uint32_t* s32 = reinterpret_cast<const uint32_t*>(src) + lane;
-            const uint32_t v = head ? __funnelshift_r(s32[0], s32[1], 8 * head) : s32[0];
-            *reinterpret_cast<uint32_t*>(dst + head + 4 * lane) = v;
+              min(static_cast<int>((16u - (reinterpret_cast<uintptr_t>(dst) & 15u)) & 15u), nrows);
+          const int units = (nrows - head) >> 4, tail0 = head + 16 * units;
+          if (k < units) {  // src bytes head + 16 k .. + 15: five words, shifted by head % 4 bytes
+            const uint32_t* s32 = reinterpret_cast<const uint32_t*>(src) + ((head + 16 * k) >> 2);
+            const uint32_t sh = 8 * (head & 3);
+            uint32_t w[5];
+#pragma unroll
+            for (int i = 0; i < 5; ++i) w[i] = s32[i];
+            *reinterpret_cast<uint4*>(dst + head + 16 * k) =
+                make_uint4(__funnelshift_r(w[0], w[1], sh), __funnelshift_r(w[1], w[2], sh),
+                           __funnelshift_r(w[2], w[3], sh), __funnelshift_r(w[3], w[4], sh));
           }
-          if (tail0 + lane < nrows) dst[tail0 + lane] = src[tail0 + lane];
+#pragma unroll
+          for (int b = k; b < 16; b += 8) {
+            if (b < head) dst[b] = src[b];
+            if (tail0 + b < nrows) dst[tail0 + b] = src[tail0 + b];
+          }
         }
       }
     }
@@ -609,7 +617,10 @@ TileParams tile_params(const Problem& p, const uint32_t* amax, int sm_count) {
   c.stage_t = c.data_t && !p.traits.fp4 &&
               ((reinterpret_cast<uintptr_t>(c.data_t) & 15u) != 0 || c.R % 16 != 0);
   // About four waves of CTAs at 4 CTAs per SM, each walking 1..4 tiles (double-buffered).
-  const int64_t tiles = c.row_tiles * ((c.K + 63) / 64);
+  const bool wide = p.format == QuantFormat::kFp8Block1x128 ||
+                    p.format == QuantFormat::kFp8Block128x128;
+  const int tk = wide ? 128 : 64;  // TileFormat::kTK: the heuristic counts this launch's tiles
+  const int64_t tiles = c.row_tiles * ((c.K + tk - 1) / tk);
   c.tiles_per_cta = std::clamp<int64_t>(tiles / (int64_t{sm_count} * 16), 1, 4);
   return c;
 }
