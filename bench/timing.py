@@ -96,6 +96,30 @@ def _flush_buffer():
     return _flush_buf
 
 
+def _rounds(names: list, round_ms: float, call, max_warmup: int) -> dict:
+    """Warm-up rounds, then timed rounds in which every variant runs once, in an order that
+    rotates from round to round; call(name, start, end) runs one unit of a variant (between the
+    two events when they are given). Each variant gets the warm-up and repetition time of one
+    timed alone. Returns {name: [elapsed ms per timed unit]}."""
+    import torch
+
+    c = CONFIG
+    budget = len(names)
+    for _ in range(int(min(max_warmup, c["warmup_ms"] * budget / round_ms))):
+        for n in names:
+            call(n, None, None)
+    reps = int(min(c["max_reps"], max(c["min_reps"], c["rep_ms"] * budget / round_ms)))
+    starts = {n: [torch.cuda.Event(enable_timing=True) for _ in range(reps)] for n in names}
+    ends = {n: [torch.cuda.Event(enable_timing=True) for _ in range(reps)] for n in names}
+    torch.cuda.synchronize()
+    for r in range(reps):
+        k = r % len(names)
+        for n in names[k:] + names[:k]:
+            call(n, starts[n][r], ends[n][r])
+    torch.cuda.synchronize()
+    return {n: [s.elapsed_time(e) for s, e in zip(starts[n], ends[n])] for n in names}
+
+
 def measure_many(entries: dict, device: str) -> dict:
     """Times several variants interleaved; entries = {name: (fn, sets)}. Returns {name: stats}
     (the same keys as measure()). Variants that share a sets list share one rotation counter, so
@@ -128,28 +152,20 @@ def measure_many(entries: dict, device: str) -> dict:
         e1.record()
         torch.cuda.synchronize()
         est[n] = max(e0.elapsed_time(e1) / 3, 1e-4)
-    round_ms = sum(est.values())
-    budget = len(names)  # each variant gets the warm-up and repetition time of one timed alone
-    for r in range(int(min(1000, c["warmup_ms"] * budget / round_ms))):
-        for n in names:
-            entries[n][0](*next_args(n))
-    reps = int(min(c["max_reps"], max(c["min_reps"], c["rep_ms"] * budget / round_ms)))
-    starts = {n: [torch.cuda.Event(enable_timing=True) for _ in range(reps)] for n in names}
-    ends = {n: [torch.cuda.Event(enable_timing=True) for _ in range(reps)] for n in names}
-    torch.cuda.synchronize()
-    for r in range(reps):
-        k = r % len(names)
-        for n in names[k:] + names[:k]:
-            args = next_args(n)
+    def call(n, start, end):
+        args = next_args(n)
+        if start is not None:
             if flush is not None:
                 flush.zero_()
-            starts[n][r].record()
-            entries[n][0](*args)
-            ends[n][r].record()
-    torch.cuda.synchronize()
+            start.record()
+        entries[n][0](*args)
+        if end is not None:
+            end.record()
+
+    samples = _rounds(names, sum(est.values()), call, max_warmup=1000)
     out = {}
     for n in names:
-        res = _stats([s.elapsed_time(e) * 1e3 for s, e in zip(starts[n], ends[n])])
+        res = _stats([ms * 1e3 for ms in samples[n]])
         res["sets"] = len(entries[n][1])
         if len(names) > 1:
             res["interleaved_with"] = len(names) - 1
@@ -169,7 +185,6 @@ def measure_graph(entries: dict, device: str, min_graph_us: float = 300.0) -> di
     measure(), plus "calls_per_replay". The ops must be capturable (no host sync)."""
     import torch
 
-    c = CONFIG
     names = list(entries)
     side = torch.cuda.Stream()
 
@@ -203,26 +218,18 @@ def measure_graph(entries: dict, device: str, min_graph_us: float = 300.0) -> di
             del g
             g = capture(fn, sets, calls)
         graphs[n], est[n] = (g, calls), per_call * calls / 1e3
-    round_ms = sum(est.values())
-    budget = len(names)
-    for _ in range(int(min(200, c["warmup_ms"] * budget / round_ms))):
-        for n in names:
-            graphs[n][0].replay()
-    reps = int(min(c["max_reps"], max(c["min_reps"], c["rep_ms"] * budget / round_ms)))
-    starts = {n: [torch.cuda.Event(enable_timing=True) for _ in range(reps)] for n in names}
-    ends = {n: [torch.cuda.Event(enable_timing=True) for _ in range(reps)] for n in names}
-    torch.cuda.synchronize()
-    for r in range(reps):
-        k = r % len(names)
-        for n in names[k:] + names[:k]:
-            starts[n][r].record()
-            graphs[n][0].replay()
-            ends[n][r].record()
-    torch.cuda.synchronize()
+    def replay(n, start, end):
+        if start is not None:
+            start.record()
+        graphs[n][0].replay()
+        if end is not None:
+            end.record()
+
+    samples = _rounds(names, sum(est.values()), replay, max_warmup=200)
     out = {}
     for n in names:
         calls = graphs[n][1]
-        res = _stats([s.elapsed_time(e) * 1e3 / calls for s, e in zip(starts[n], ends[n])])
+        res = _stats([ms * 1e3 / calls for ms in samples[n]])
         res.update(sets=len(entries[n][1]), calls_per_replay=calls, timer="cuda_graph")
         if len(names) > 1:
             res["interleaved_with"] = len(names) - 1
