@@ -218,6 +218,7 @@ def measure_graph(entries: dict, device: str, min_graph_us: float = 300.0) -> di
             del g
             g = capture(fn, sets, calls)
         graphs[n], est[n] = (g, calls), per_call * calls / 1e3
+
     def replay(n, start, end):
         if start is not None:
             start.record()

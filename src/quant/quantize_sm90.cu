@@ -76,22 +76,26 @@ __global__ void __launch_bounds__(256) quantize_groups_kernel(const GroupParams 
     if (n[i] == 0) continue;
     const int64_t r = p.row0 + rl + int64_t{i} * p.row_half;
     ChunkScale cs{ChunkScale::kFp32, tensor_s, 0};
-    const int64_t si = group_scale_offset(p.swizzle, p.C, r, c0 >> p.block_shift);
     switch (p.format) {
       case QuantFormat::kFp8Tensor:
         break;
       case QuantFormat::kFp8Block1x128:
         cs.s = fp32_scale(amax, info, p.pow2);
-        if (writer) static_cast<float*>(p.scales)[si] = cs.s;
         break;
       case QuantFormat::kNvfp4:
         cs = {ChunkScale::kNvfp4, tensor_s, nvfp4_block_scale_hw(amax, tensor_s)};
-        if (writer) static_cast<uint8_t*>(p.scales)[si] = cs.sb;
         break;
       default:  // MX
         cs = {ChunkScale::kMx, 0.0f, mx_scale(amax, info, p.rceil)};
-        if (writer) static_cast<uint8_t*>(p.scales)[si] = cs.sb;
         break;
+    }
+    if (writer && p.format != QuantFormat::kFp8Tensor) {  // the group's scale, once per group
+      const int64_t si = group_scale_offset(p.swizzle, p.C, r, c0 >> p.block_shift);
+      if (p.format == QuantFormat::kFp8Block1x128) {
+        static_cast<float*>(p.scales)[si] = cs.s;
+      } else {
+        static_cast<uint8_t*>(p.scales)[si] = cs.sb;
+      }
     }
     uint32_t w[4];
     encode_row_chunk<In, E>(x[i], cs, w);

@@ -31,6 +31,17 @@ bool is_e4m3_nan(uint8_t b) { return (b & 0x7f) == 0x7f; }
 bool is_e5m2_nan(uint8_t b) { return (b & 0x7f) > 0x7c; }
 bool is_e5m2_inf(uint8_t b) { return (b & 0x7f) == 0x7c; }
 
+// xorshift64: fixed-seed 32-bit words for the randomized comparisons.
+struct XorShift {
+  uint64_t state;
+  uint32_t operator()() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return static_cast<uint32_t>(state);
+  }
+};
+
 // Sorted non-negative finite values of a format with their codes (sign bit clear).
 std::vector<std::pair<double, uint8_t>> positive_values(int ebits, int mbits, int bias,
                                                         uint8_t max_code) {
@@ -141,13 +152,7 @@ TEST(QuantCodec, E2M1FastEncoderMatchesReference) {
 // scalar encodes on random words of every class (both signs, zeros, subnormals, Inf) and on
 // values around the e2m1 grid.
 TEST(QuantCodec, E2M1PackOfEightMatchesReference) {
-  uint64_t state = 0x9e3779b97f4a7c15ull;
-  auto next = [&]() {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return static_cast<uint32_t>(state);
-  };
+  XorShift next{0x9e3779b97f4a7c15ull};
   const float grid[] = {0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.5f, 3.0f,
                         3.5f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f, 1e30f, INFINITY};
   uint64_t bad = 0;
@@ -177,13 +182,7 @@ TEST(QuantCodec, E2M1PackOfEightMatchesReference) {
 // rows of two columns) equal nibble-by-nibble packing of sign << 3 | code, with the lanes' high
 // bytes set as the bf16 (0x43) and f16 (0x64) arithmetic leaves them.
 TEST(QuantCodec, E2M1LanePackersMatchNibblePacking) {
-  uint64_t state = 0x243f6a8885a308d3ull;
-  auto next = [&]() {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return static_cast<uint32_t>(state);
-  };
+  XorShift next{0x243f6a8885a308d3ull};
   uint64_t bad = 0;
   for (int it = 0; it < 100000; ++it) {
     const uint32_t hi = it % 2 ? 0x4300u : 0x6400u;
