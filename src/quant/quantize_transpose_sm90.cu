@@ -59,6 +59,7 @@ struct TileParams {
   bool rceil, pow2, swizzle;
   bool vec_ok;      // x and its rows are 16-byte aligned: 16-byte loads on full tiles
   bool stage_t;     // data_t rows are not 16-byte aligned: stage its codes in shared memory
+  int nbuf;         // tile buffers: 2 (double-buffered) when a CTA walks more than one tile, else 1
   int64_t C, Ct;    // scale columns of data (per row of x) and of data_t (per column of x)
   int64_t tile_row0;  // first CTA row of this launch (gridDim.y is at most 65535)
 };
@@ -205,10 +206,11 @@ struct TileShape {
   static __device__ __forceinline__ int unit_at(int rr, int u) {
     return rr * kRowBytes + ((u ^ ((rr >> 4) & 7)) << 4);
   }
-  // dynamic shared memory: two tile buffers, then (stage_t) TK rows of 128 data_t codes and 16
-  // bytes of slack (the staged stores read up to 16 bytes past a row)
-  static size_t smem_bytes(bool stage_t) {
-    return 2 * size_t{kTileBytes} + (stage_t ? size_t{TK} * kTileR + 16 : 0);
+  // dynamic shared memory: nbuf tile buffers, then (stage_t) per warp 8 rows of 128 data_t codes,
+  // and 16 bytes of slack (the staged stores read up to 16 bytes past a row)
+  static constexpr int kStageBytes = 8 * kTileR;  // one warp's stage: its 8 columns
+  static size_t smem_bytes(bool stage_t, int nbuf) {
+    return nbuf * size_t{kTileBytes} + (stage_t ? size_t{kStageBytes} * (kThreads / 32) + 16 : 0);
   }
 };
 
@@ -221,8 +223,9 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
   using S = TileShape<In, TK>;
   using R_ = Raw<In>;
 
-  extern __shared__ __align__(128) uint8_t smem_raw[];  // 2 x tile, then stage
-  uint8_t* const stage = smem_raw + 2 * S::kTileBytes;  // [TK][kTileR] (stage_t)
+  extern __shared__ __align__(128) uint8_t smem_raw[];  // nbuf x tile, then stage
+  // (stage_t) this warp's [8][kTileR] stage: data_t row segments of the 8 columns it encodes
+  uint8_t* const stage = smem_raw + p.nbuf * S::kTileBytes + (thread_index() >> 5) * S::kStageBytes;
   __shared__ uint32_t red[kThreads / 32];
 
   const int64_t c0 = int64_t{blockIdx.x} * TK;
@@ -360,7 +363,7 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
     }
 
     // 2. columns of x -> rows of data_t. Thread: row chunk ch = tid % 8 (rows 16 ch .. 16 ch + 15),
-    // column pairs cp0 + 32 i.
+    // column pairs cp0 + 32 i: a warp's 32 lanes cover the 8 columns 8 w + 64 i .. + 7.
     if (p.data_t) {
       const int ch = tid & 7, cp0 = tid >> 3;
       const int nr = min(nrows - ch * kChunk, kChunk);  // rows of this chunk inside x
@@ -385,83 +388,90 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
         uint32_t m[ColPair<In>::kPer] = {};
         if constexpr (Fmt::kBlock != 0) x.maxima(m);
         group_max<kTpg>(m, kPacked);  // a group's chunks are in adjacent lanes (ch)
-        if (nr <= 0) continue;
-        const int64_t r = r0 + ch * kChunk;
-        ChunkScale cs[2];
+        if (nr > 0) {
+          const int64_t r = r0 + ch * kChunk;
+          ChunkScale cs[2];
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int cc = 2 * cp + h;
-          const int64_t k = c0 + cc;
-          float s = tile_s;
-          if constexpr (F == QuantFormat::kFp8Row) {
-            if (cc < ncols) s = static_cast<const float*>(p.scales_t)[k];
+          for (int h = 0; h < 2; ++h) {
+            const int cc = 2 * cp + h;
+            const int64_t k = c0 + cc;
+            float s = tile_s;
+            if constexpr (F == QuantFormat::kFp8Row) {
+              if (cc < ncols) s = static_cast<const float*>(p.scales_t)[k];
+            }
+            cs[h] = chunk_scale<Fmt>(p, ColPair<In>::amax(m, h), s);
+            if constexpr (Fmt::kBlock != 0) {
+              if ((ch & (kTpg - 1)) == 0 && cc < ncols) {
+                store_scale<Fmt>(p.scales_t,
+                                 group_scale_offset(p.swizzle, p.Ct, k, r >> Fmt::kShift), cs[h]);
+              }
+            }
           }
-          cs[h] = chunk_scale<Fmt>(p, ColPair<In>::amax(m, h), s);
-          if constexpr (Fmt::kBlock != 0) {
-            if ((ch & (kTpg - 1)) == 0 && cc < ncols) {
-              store_scale<Fmt>(p.scales_t, group_scale_offset(p.swizzle, p.Ct, k, r >> Fmt::kShift),
-                               cs[h]);
+          // MXFP4 of 16-bit inputs: both columns at once on the lanes of the row words
+          // (Mx4Packed), when both scales allow it.
+          uint32_t packed[2][2] = {};
+          bool both = false;
+          if constexpr (F == QuantFormat::kMxfp4 && kPacked) {
+            both = Mx4Packed<In>::usable(cs[0].sb) && Mx4Packed<In>::usable(cs[1].sb);
+            if (both) {
+              const Mx4Packed<In> enc(cs[0].sb, cs[1].sb);
+              uint32_t mag[kChunk];
+#pragma unroll
+              for (int k = 0; k < kChunk; ++k) mag[k] = enc.magnitudes(x.w[k]);
+              pack_e2m1_col_pair(mag, x.w, packed);
+            }
+          }
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int cc = 2 * cp + h;
+            if (cc >= ncols) continue;
+            const int64_t k = c0 + cc;
+            uint32_t w[4] = {packed[h][0], packed[h][1], 0, 0};
+            if (!both) {
+              float v[kChunk];
+              x.values(h, v);
+              encode_chunk<E>(v, cs[h], w);
+            }
+            if (!kFp4 && p.stage_t) {  // local column 2 (cp % 4) + h of this warp's stage
+              *reinterpret_cast<uint4*>(stage + (2 * (cp & 3) + h) * kTileR + ch * kChunk) =
+                  make_uint4(w[0], w[1], w[2], w[3]);
+            } else {
+              store_chunk<E>(p.data_t, k * p.R + r, nr, w);
             }
           }
         }
-        // MXFP4 of 16-bit inputs: both columns at once on the lanes of the row words
-        // (Mx4Packed), when both scales allow it.
-        uint32_t packed[2][2] = {};
-        bool both = false;
-        if constexpr (F == QuantFormat::kMxfp4 && kPacked) {
-          both = Mx4Packed<In>::usable(cs[0].sb) && Mx4Packed<In>::usable(cs[1].sb);
-          if (both) {
-            const Mx4Packed<In> enc(cs[0].sb, cs[1].sb);
-            uint32_t mag[kChunk];
+        if (!kFp4 && p.stage_t) {  // the warp's 8 data_t row segments, 16 bytes per lane
+          __syncwarp();
+          const int k = tid & 7;  // 8 lanes per column: up to 16 bytes each
 #pragma unroll
-            for (int k = 0; k < kChunk; ++k) mag[k] = enc.magnitudes(x.w[k]);
-            pack_e2m1_col_pair(mag, x.w, packed);
-          }
-        }
+          for (int pass = 0; pass < 2; ++pass) {
+            const int lc = ((tid >> 3) & 3) + 4 * pass;  // local column
+            const int cc = 8 * (tid >> 5) + 64 * i + lc;
+            if (cc >= ncols) continue;
+            uint8_t* dst = p.data_t + (c0 + cc) * p.R + r0;
+            const uint8_t* src = stage + lc * kTileR;
+            // bytes up to dst's first 16-byte boundary, whole 16-byte units, then the rest
+            const int head = min(
+                static_cast<int>((16u - (reinterpret_cast<uintptr_t>(dst) & 15u)) & 15u), nrows);
+            const int units = (nrows - head) >> 4, tail0 = head + 16 * units;
+            if (k < units) {  // src bytes head + 16 k .. + 15: five words, shifted by head % 4
+              const uint32_t* s32 =
+                  reinterpret_cast<const uint32_t*>(src) + ((head + 16 * k) >> 2);
+              const uint32_t sh = 8 * (head & 3);
+              uint32_t w[5];
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int cc = 2 * cp + h;
-          if (cc >= ncols) continue;
-          const int64_t k = c0 + cc;
-          uint32_t w[4] = {packed[h][0], packed[h][1], 0, 0};
-          if (!both) {
-            float v[kChunk];
-            x.values(h, v);
-            encode_chunk<E>(v, cs[h], w);
-          }
-          if (!kFp4 && p.stage_t) {
-            *reinterpret_cast<uint4*>(stage + cc * kTileR + ch * kChunk) =
-                make_uint4(w[0], w[1], w[2], w[3]);
-          } else {
-            store_chunk<E>(p.data_t, k * p.R + r, nr, w);
-          }
-        }
-      }
-      if (!kFp4 && p.stage_t) {  // data_t row segments from the stage, 16 bytes per lane
-        __syncthreads();
-        const int k = tid & 7;  // 8 lanes per column: up to 16 bytes each
-        for (int cc = tid >> 3; cc < ncols; cc += kThreads / 8) {
-          uint8_t* dst = p.data_t + (c0 + cc) * p.R + r0;
-          const uint8_t* src = stage + cc * kTileR;
-          // bytes up to dst's first 16-byte boundary, whole 16-byte units, then the rest
-          const int head =
-              min(static_cast<int>((16u - (reinterpret_cast<uintptr_t>(dst) & 15u)) & 15u), nrows);
-          const int units = (nrows - head) >> 4, tail0 = head + 16 * units;
-          if (k < units) {  // src bytes head + 16 k .. + 15: five words, shifted by head % 4 bytes
-            const uint32_t* s32 = reinterpret_cast<const uint32_t*>(src) + ((head + 16 * k) >> 2);
-            const uint32_t sh = 8 * (head & 3);
-            uint32_t w[5];
+              for (int j = 0; j < 5; ++j) w[j] = s32[j];
+              *reinterpret_cast<uint4*>(dst + head + 16 * k) =
+                  make_uint4(__funnelshift_r(w[0], w[1], sh), __funnelshift_r(w[1], w[2], sh),
+                             __funnelshift_r(w[2], w[3], sh), __funnelshift_r(w[3], w[4], sh));
+            }
 #pragma unroll
-            for (int i = 0; i < 5; ++i) w[i] = s32[i];
-            *reinterpret_cast<uint4*>(dst + head + 16 * k) =
-                make_uint4(__funnelshift_r(w[0], w[1], sh), __funnelshift_r(w[1], w[2], sh),
-                           __funnelshift_r(w[2], w[3], sh), __funnelshift_r(w[3], w[4], sh));
+            for (int b = k; b < 16; b += 8) {
+              if (b < head) dst[b] = src[b];
+              if (tail0 + b < nrows) dst[tail0 + b] = src[tail0 + b];
+            }
           }
-#pragma unroll
-          for (int b = k; b < 16; b += 8) {
-            if (b < head) dst[b] = src[b];
-            if (tail0 + b < nrows) dst[tail0 + b] = src[tail0 + b];
-          }
+          __syncwarp();  // the stage is read before the next round writes it
         }
       }
     }
@@ -547,7 +557,7 @@ void with_input(DType in, Fn&& fn) {
 
 template <class In, class Fmt>
 Status launch_tile(const TileParams& base, cudaStream_t stream) {
-  const size_t smem = TileShape<In, Fmt::kTK>::smem_bytes(base.stage_t);
+  const size_t smem = TileShape<In, Fmt::kTK>::smem_bytes(base.stage_t, base.nbuf);
   auto* kernel = quantize_tile_kernel<In, Fmt>;
   if (smem > 48 * 1024) {
     DW_CUDA_TRY("quantize", cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -622,6 +632,7 @@ TileParams tile_params(const Problem& p, const uint32_t* amax, int sm_count) {
   const int tk = wide ? 128 : 64;  // TileFormat::kTK: the heuristic counts this launch's tiles
   const int64_t tiles = c.row_tiles * ((c.K + tk - 1) / tk);
   c.tiles_per_cta = std::clamp<int64_t>(tiles / (int64_t{sm_count} * 16), 1, 4);
+  c.nbuf = c.tiles_per_cta > 1 ? 2 : 1;  // a second buffer only pays when there is a next tile
   return c;
 }
 
