@@ -5,6 +5,8 @@ path must equal the CPU reference's on the same input: random values over many b
 zero / all-equal / outlier / subnormal / tie / NaN / Inf blocks, odd and misaligned shapes.
 `pytest -s -k bandwidth` prints the achieved bandwidth against a device-to-device copy.
 """
+import math
+
 import numpy as np
 import pytest
 
@@ -237,6 +239,30 @@ def test_mxfp4_every_16bit_value(dtype, rule, seed):
         kw = dict(rule=rule, transpose=True)
         assert_same(deepwell.quantize(x.cuda(), "mxfp4", **kw), deepwell.quantize(x, "mxfp4", **kw),
                     f"{dtype} {rule} transposed {tuple(x.shape)}")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_nvfp4_every_16bit_value(dtype, seed):
+    """The NVFP4 encoders (row and tile kernels) on every finite input value, rows and columns: the
+    tensor amax (given, so one call covers one window of block scales) steps over the format's
+    range, so that every value meets block scales from the clamp at 2^-6 to the one at 448, under
+    tensor amaxes that are powers of two and ones that are not."""
+    gen = torch.Generator().manual_seed(seed)
+    blocks = every_16bit_value_in_blocks(dtype, gen, block=16)  # (n, 16)
+    n = blocks.shape[0] // 128 * 128
+    blocks = blocks[:n]
+    rows = blocks.reshape(-1, 2048)  # 128 blocks per row
+    full = blocks.view(8, n // 8, 16).permute(0, 2, 1).reshape(128, n // 8)  # 16-row groups
+    finfo = torch.finfo(dtype)
+    lo, hi = int(math.log2(finfo.smallest_normal)) - 10, int(math.log2(finfo.max))
+    for i, k in enumerate(range(lo + 12, hi + 12, 12)):
+        mant = 1.0 if i % 2 == 0 else 1.0 + float(torch.rand(1, generator=gen)) * 0.9
+        amax = torch.tensor([min(mant * 2.0 ** k, finfo.max)], dtype=torch.float32)
+        cols = dict(transpose=True)
+        for x, kw in ((rows, {}), (full, cols), (blocks.t().contiguous(), cols)):
+            assert_same(deepwell.quantize(x.cuda(), "nvfp4", amax=amax.cuda(), **kw),
+                        deepwell.quantize(x, "nvfp4", amax=amax, **kw),
+                        f"{dtype} amax {amax.item():.3g} {tuple(x.shape)} {kw}")
 
 
 @pytest.mark.parametrize("fmt,elem,rule", cases())
