@@ -239,6 +239,21 @@ __device__ __forceinline__ uint8_t nvfp4_block_scale_hw(uint32_t amax_bits, floa
   return v != v ? kE4M3NaN : static_cast<uint8_t>(cvt_fp8x2<Elem::kE4M3>(v, 0.0f));
 }
 
+// nvfp4_block_scale_hw with the two divisions of its value, (amax / 6) / s_t, through dividers
+// hoisted out of the chunk loop (Fp32Divider: exactly __fdiv_rn in the range it checks): by6 of 6
+// and by_st of s_t. Taken when s_t is in that range and 2^-57 <= amax <= 2^56 (quotients far from
+// the fp32 limits); the IEEE divisions otherwise.
+__device__ __forceinline__ uint8_t nvfp4_block_scale_hoisted(uint32_t amax_bits, float s_t,
+                                                             const Fp32Divider& by6,
+                                                             const Fp32Divider& by_st) {
+  if (!by_st.fast || amax_bits - 0x23000000u > 0x5b800000u - 0x23000000u) {  // 2^-57 .. 2^56
+    return nvfp4_block_scale_hw(amax_bits, s_t);
+  }
+  float v = by_st.fast_div_mag(by6.fast_div_mag(__uint_as_float(amax_bits)));
+  v = v < 0.015625f ? 0.015625f : (v > 448.0f ? 448.0f : v);
+  return static_cast<uint8_t>(cvt_fp8x2<Elem::kE4M3>(v, 0.0f));
+}
+
 // How the codes of a chunk are derived from its values.
 struct ChunkScale {
   enum Kind { kMx, kFp32, kNvfp4 } kind;

@@ -46,8 +46,10 @@ struct GroupParams {
 // thread, with the same instruction count: the gain is the loads in flight).
 constexpr int kGroupRows = 2;
 
+// At most 64 registers (4 CTAs per SM) for every instance: f32 NVFP4 would take 67 with the
+// hoisted block-scale dividers.
 template <class In, Elem E>
-__global__ void __launch_bounds__(256) quantize_groups_kernel(const GroupParams p) {
+__global__ void __launch_bounds__(256, 4) quantize_groups_kernel(const GroupParams p) {
   const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
   const uint32_t rl = p.tpr_div.div(t);
   const int64_t c0 = (int64_t{t} - int64_t{rl} * p.tpr) * kChunk;
@@ -67,6 +69,7 @@ __global__ void __launch_bounds__(256) quantize_groups_kernel(const GroupParams 
   } else if (p.format == QuantFormat::kNvfp4) {
     tensor_s = nvfp4_tensor_scale(tensor_amax_bits(p.amax));
   }
+  const Fp32Divider by6(6.0f), by_st(tensor_s);  // kNvfp4's block-scale divisions
   const bool writer = ((c0 / kChunk) & (p.tpg - 1)) == 0;
 #pragma unroll
   for (int i = 0; i < kGroupRows; ++i) {
@@ -83,7 +86,7 @@ __global__ void __launch_bounds__(256) quantize_groups_kernel(const GroupParams 
         cs.s = fp32_scale(amax, info, p.pow2);
         break;
       case QuantFormat::kNvfp4:
-        cs = {ChunkScale::kNvfp4, tensor_s, nvfp4_block_scale_hw(amax, tensor_s)};
+        cs = {ChunkScale::kNvfp4, tensor_s, nvfp4_block_scale_hoisted(amax, tensor_s, by6, by_st)};
         break;
       default:  // MX
         cs = {ChunkScale::kMx, 0.0f, mx_scale(amax, info, p.rceil)};

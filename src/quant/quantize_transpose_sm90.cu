@@ -157,16 +157,18 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // The scale of a chunk whose group has the given amax. fixed_s: the scale of kFp8Tensor, kFp8Row
-// (the row's or column's) and kFp8Block128x128 (the tile's), or kNvfp4's s_t.
+// (the row's or column's) and kFp8Block128x128 (the tile's), or kNvfp4's s_t (with by6 and by_st,
+// the dividers of its block-scale rule).
 template <class Fmt>
 __device__ __forceinline__ ChunkScale chunk_scale(const TileParams& p, uint32_t amax,
-                                                  float fixed_s) {
+                                                  float fixed_s, const Fp32Divider& by6,
+                                                  const Fp32Divider& by_st) {
   constexpr QuantFormat F = Fmt::kFormat;
   const ElemInfo info = elem_info(Fmt::kElem);
   if constexpr (F == QuantFormat::kMxfp8 || F == QuantFormat::kMxfp4) {
     return {ChunkScale::kMx, 0.0f, mx_scale(amax, info, p.rceil)};
   } else if constexpr (F == QuantFormat::kNvfp4) {
-    return {ChunkScale::kNvfp4, fixed_s, nvfp4_block_scale_hw(amax, fixed_s)};
+    return {ChunkScale::kNvfp4, fixed_s, nvfp4_block_scale_hoisted(amax, fixed_s, by6, by_st)};
   } else if constexpr (F == QuantFormat::kFp8Block1x128) {
     return {ChunkScale::kFp32, fp32_scale(amax, info, p.pow2), 0};
   } else {
@@ -239,6 +241,7 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
   } else if constexpr (F == QuantFormat::kNvfp4) {
     fixed_s = nvfp4_tensor_scale(tensor_amax_bits(p.amax));
   }
+  const Fp32Divider by6(6.0f), by_st(F == QuantFormat::kNvfp4 ? fixed_s : 1.0f);  // kNvfp4 only
 
   // Rows [r0, r0 + nrows) of row tile t (128x128: tiles never straddle two batches).
   auto tile_rows = [&](int64_t t, int64_t& r0, int& nrows) {
@@ -349,7 +352,7 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
         const int64_t r = r0 + rr;
         float s = tile_s;
         if constexpr (F == QuantFormat::kFp8Row) s = static_cast<const float*>(p.scales)[r];
-        const ChunkScale cs = chunk_scale<Fmt>(p, m[0], s);
+        const ChunkScale cs = chunk_scale<Fmt>(p, m[0], s, by6, by_st);
         if constexpr (Fmt::kBlock != 0) {
           if ((cq & (kTpg - 1)) == 0) {
             store_scale<Fmt>(p.scales,
@@ -399,7 +402,7 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
             if constexpr (F == QuantFormat::kFp8Row) {
               if (cc < ncols) s = static_cast<const float*>(p.scales_t)[k];
             }
-            cs[h] = chunk_scale<Fmt>(p, ColPair<In>::amax(m, h), s);
+            cs[h] = chunk_scale<Fmt>(p, ColPair<In>::amax(m, h), s, by6, by_st);
             if constexpr (Fmt::kBlock != 0) {
               if ((ch & (kTpg - 1)) == 0 && cc < ncols) {
                 store_scale<Fmt>(p.scales_t,
