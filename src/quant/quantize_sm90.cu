@@ -46,8 +46,7 @@ struct GroupParams {
 // thread, with the same instruction count: the gain is the loads in flight).
 constexpr int kGroupRows = 2;
 
-// At most 64 registers (4 CTAs per SM) for every instance: f32 NVFP4 would take 67 with the
-// hoisted block-scale dividers.
+// At most 64 registers (4 CTAs per SM) for every instance.
 template <class In, Elem E>
 __global__ void __launch_bounds__(256, 4) quantize_groups_kernel(const GroupParams p) {
   const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -69,7 +68,9 @@ __global__ void __launch_bounds__(256, 4) quantize_groups_kernel(const GroupPara
   } else if (p.format == QuantFormat::kNvfp4) {
     tensor_s = nvfp4_tensor_scale(tensor_amax_bits(p.amax));
   }
-  const Fp32Divider by6(6.0f), by_st(tensor_s);  // kNvfp4's block-scale divisions
+  // kNvfp4's block-scale divisions, hoisted for 16-bit inputs (f32 keeps the IEEE divisions: its
+  // instance would need a stack frame at 64 registers)
+  const Fp32Divider by6(6.0f), by_st(tensor_s);
   const bool writer = ((c0 / kChunk) & (p.tpg - 1)) == 0;
 #pragma unroll
   for (int i = 0; i < kGroupRows; ++i) {
@@ -86,7 +87,9 @@ __global__ void __launch_bounds__(256, 4) quantize_groups_kernel(const GroupPara
         cs.s = fp32_scale(amax, info, p.pow2);
         break;
       case QuantFormat::kNvfp4:
-        cs = {ChunkScale::kNvfp4, tensor_s, nvfp4_block_scale_hoisted(amax, tensor_s, by6, by_st)};
+        cs = {ChunkScale::kNvfp4, tensor_s,
+              sizeof(In) == 2 ? nvfp4_block_scale_hoisted(amax, tensor_s, by6, by_st)
+                              : nvfp4_block_scale_hw(amax, tensor_s)};
         break;
       default:  // MX
         cs = {ChunkScale::kMx, 0.0f, mx_scale(amax, info, p.rceil)};
