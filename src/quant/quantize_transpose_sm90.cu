@@ -5,9 +5,10 @@
 // quantize_tile_kernel<In, Fmt>: Fmt (TileFormat) fixes the format and element type at compile
 // time, so the scale rule of a chunk is straight-line code. A 256-thread CTA walks
 // `tiles_per_cta` tiles of 128 rows x kTK columns (kTK = 128 for the 128-long groups of
-// kFp8Block1x128 / kFp8Block128x128, 64 otherwise) down one column strip of x, double-buffered:
-// the 16-byte cp.async loads of tile t+1 are in flight while tile t is encoded (edge and
-// unaligned tiles are loaded with plain element loads, zero-filled: zeros do not change an amax).
+// kFp8Block1x128 / kFp8Block128x128, 64 otherwise) down one column strip of x, double-buffered
+// when it walks more than one (one tile buffer otherwise): the 16-byte cp.async loads of tile t+1
+// are in flight while tile t is encoded (edge and unaligned tiles are loaded with plain element
+// loads, zero-filled: zeros do not change an amax).
 // Per tile:
 //  0. kFp8Block128x128: the tile's amax (block reduce) is the block's scale.
 //  1. rows: each thread encodes 16-element chunks of tile rows (group amax over kBlock/16
@@ -24,7 +25,8 @@
 // Amaxes of 16-bit inputs are taken on packed pairs (__vmaxu2 of |x| bits: the bits of
 // non-negative bf16/f16 values order like the values, NaN above Inf), one instruction per two
 // elements. When the rows of data_t are not 16-byte aligned (R % 16 != 0) the column codes go
-// through shared memory and 8 lanes write each data_t row segment: 16-byte stores from its first
+// through a per-warp stage in shared memory (the warp that encoded its 8 columns writes them out,
+// behind __syncwarp) and 8 lanes write each data_t row segment: 16-byte stores from its first
 // 16-byte boundary on, bytes before and after (instead of 16 single-byte stores per lane).
 // Scales and codes come from codec.hpp through encode_chunk, exactly as the row kernels.
 //
