@@ -77,8 +77,10 @@ __device__ __forceinline__ void mbar_arrive_if(uint64_t* bar, bool pred) {
 }
 
 // Arrives on the mbarrier at the same shared-memory offset as `bar` in CTA `cta` of the cluster
-// (own CTA included), by the threads with `pred` set (release at cluster scope: the arriving
-// warpgroup's reads of the stage are complete).
+// (own CTA included), by the threads with `pred` set: the arriving warp's wgmma reads of the stage
+// are complete (its wgmma wait returned), so the peer's TMA may overwrite it. The arrive keeps the
+// default .release.cta semantics, as CUTLASS's ClusterBarrier does: `.release.cluster` compiles to
+// a MEMBAR.ALL.GPU ahead of every arrive, which made the 2-CTA kernel twice as slow (session 13).
 __device__ __forceinline__ void mbar_arrive_cluster_if(uint64_t* bar, uint32_t cta, bool pred) {
   asm volatile(
       "{\n"
@@ -86,7 +88,7 @@ __device__ __forceinline__ void mbar_arrive_cluster_if(uint64_t* bar, uint32_t c
       ".reg .b32 remote;\n"
       "setp.ne.b32 p, %2, 0;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "@p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "@p mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
       "}\n" ::"r"(smem_u32(bar)),
       "r"(cta), "r"(static_cast<uint32_t>(pred))
       : "memory");
