@@ -72,20 +72,34 @@ struct StoreRegisters {
   static constexpr bool kTma = false;
   static constexpr const char* kName = "registers";
 };
-// Output pairs into a shared-memory tile (one 64 x kBlockN buffer per math warpgroup, in 64-column
-// chunks of 64 rows x 128 bytes with TMA's 128-byte swizzle: the 8 rows a warp writes per store
-// hit 8 different 16-byte units, no bank conflicts), then TMA stores of 64 x 64 boxes issued by one
-// thread of the warpgroup (elements past M, N are clipped by TMA, not written). The warpgroup goes
-// on to its next tile as soon as the stores are issued; it waits for them to have read the buffer
-// only at the start of its next epilogue, a tile later. Needs D 16-byte aligned with 16-byte row
-// and batch strides, which the CUDA dispatcher requires of every output anyway.
+// Output pairs into a shared-memory tile (one 64 x kBlockN buffer per math warpgroup, in chunks
+// of 64 rows x one TMA box width with TMA's swizzle: the 8 rows a warp writes per store hit 8
+// different bank groups, no bank conflicts), then TMA stores of 64-row boxes issued by one thread
+// of the warpgroup (elements past M, N are clipped by TMA, not written). Boxes are 64 columns
+// (128 bytes, 128-byte swizzle) when kBlockN is a multiple of 64, else 32 (64 bytes, 64-byte
+// swizzle; e.g. kBlockN = 160). The warpgroup goes on to its next tile as soon as the stores are
+// issued; it waits for them to have read the buffer only at the start of its next epilogue, a tile
+// later. Needs D 16-byte aligned with 16-byte row and batch strides, which the CUDA dispatcher
+// requires of every output anyway.
 struct StoreTma {
   static constexpr bool kTma = true;
   static constexpr const char* kName = "tma";
-  static constexpr int kBoxCols = 64;   // 128 bytes of a 2-byte element: the 128-byte swizzle span
-  static constexpr int kBoxRows = 64;   // one math warpgroup's rows
-  static constexpr int kChunkBytes = kBoxCols * kBoxRows * 2;
-  static_assert(kChunkBytes % 1024 == 0, "chunks of whole 1024-byte swizzle atoms");
+  static constexpr int kBoxRows = 64;  // one math warpgroup's rows
+  template <int kBlockN>
+  struct Box {
+    static constexpr int kCols = kBlockN % 64 == 0 ? 64 : 32;  // 2-byte elements
+    static constexpr int kRowBytes = kCols * 2;                 // = the swizzle span
+    static constexpr int kUnits = kRowBytes / 16;               // 16-byte units per row: 8 or 4
+    static constexpr int kChunkBytes = kRowBytes * kBoxRows;
+    static_assert(kBlockN % kCols == 0, "D tile columns: whole TMA boxes");
+    static_assert(kChunkBytes % (8 * kRowBytes) == 0, "chunks of whole swizzle atoms");
+    // The 16-byte unit `unit` of a row whose index is `row8` modulo 8 lands at unit
+    // unit ^ (row8 >> 0) (128-byte swizzle, 8 units) or unit ^ (row8 >> 1) (64-byte, 4 units):
+    // the swizzle XORs address bits [4, 4 + log2 units) with the bits 3 places above them.
+    static __device__ __forceinline__ uint32_t swizzled(int unit, int row8) {
+      return static_cast<uint32_t>(unit ^ (kUnits == 8 ? row8 : row8 >> 1));
+    }
+  };
 };
 
 // What the epilogue reads besides the accumulator; `alpha` already holds the tensor scales.
@@ -164,9 +178,10 @@ __device__ __forceinline__ void store_tile(const EpilogueArgs& e, const float* c
     T* __restrict__ drow = static_cast<T*>(e.d) + batch * e.batch_d + row * e.ldd;
     const T* __restrict__ srow =
         kSource ? static_cast<const T*>(e.s) + batch * e.batch_s + row_c * e.lds : nullptr;
-    // StoreTma: this thread's bytes of shared-memory row wg_row + 8 h; its 16-byte unit i % 8 of
-    // a chunk is swizzled to (i % 8) ^ (row % 8), and row % 8 = lane / 4.
-    const uint32_t drow_smem = dtile + (wg_row + 8 * h) * 128 + 2 * t0;
+    // StoreTma: this thread's bytes of shared-memory row wg_row + 8 h of a chunk; its 16-byte
+    // unit i % kUnits is swizzled by the row's index modulo 8, which is lane / 4.
+    using Box = StoreTma::Box<kBlockN>;
+    const uint32_t drow_smem = dtile + (wg_row + 8 * h) * Box::kRowBytes + 2 * t0;
 #pragma unroll
     for (int i = 0; i < kBlockN / 8; ++i) {
       const int32_t c = 8 * i + t0, col = n0 + c;
@@ -203,8 +218,8 @@ __device__ __forceinline__ void store_tile(const EpilogueArgs& e, const float* c
       }
       const T2 out = Out::pack(v[0], v[1]);
       if constexpr (Store::kTma) {
-        const uint32_t unit = static_cast<uint32_t>((i % 8) ^ (lane / 4));
-        st_shared_b32(drow_smem + (i / 8) * Store::kChunkBytes + (unit << 4),
+        const uint32_t unit = Box::swizzled(i % Box::kUnits, lane / 4);
+        st_shared_b32(drow_smem + (i / Box::kUnits) * Box::kChunkBytes + (unit << 4),
                       *reinterpret_cast<const uint32_t*>(&out));
       } else if (pair) {
         *reinterpret_cast<T2*>(drow + col) = out;
@@ -250,15 +265,15 @@ __device__ __forceinline__ void epilogue(const EpilogueArgs& e, const void* tma_
 #undef DW_FP8_STORE
   }
   if constexpr (Store::kTma) {
-    static_assert(kBlockN % Store::kBoxCols == 0, "D tile columns: whole TMA boxes");
+    using Box = StoreTma::Box<kBlockN>;
     // Every thread's shared-memory writes are made visible to the async proxy, then the whole
     // warpgroup's; thread 0 issues the boxes (clipped at M, N by TMA) as one bulk group.
     fence_proxy_async_shared();
     warpgroup_barrier(1 + wg);
     const bool leader = wg_thread == 0;
 #pragma unroll
-    for (int j = 0; j < kBlockN / Store::kBoxCols; ++j) {
-      tma_store_3d_if(tma_d, dtile + j * Store::kChunkBytes, n0 + j * Store::kBoxCols,
+    for (int j = 0; j < kBlockN / Box::kCols; ++j) {
+      tma_store_3d_if(tma_d, dtile + j * Box::kChunkBytes, n0 + j * Box::kCols,
                       m0 + wg * 64, batch, leader);
     }
     bulk_commit_group_if(leader);

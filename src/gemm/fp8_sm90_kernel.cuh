@@ -16,10 +16,11 @@
 //
 // Compiled today (src/kernel_instances.cmake, rows of gemm_sm90_table.hpp): 128x192 tiles,
 // 4 stages, PromoteSerial, no cluster, StoreTma, TilesSerial, for e4m3 x e4m3 and e4m3 x e5m2
-// with tensor / row scales (bf16 or fp16 out) and for e4m3 block scales (bf16 or fp16 out).
+// with tensor / row scales (bf16 or fp16 out) and for e4m3 block scales (bf16 or fp16 out); and
+// 128x160 tiles with 5 stages for e4m3 x e4m3 -> bf16 tensor / row (ragged last waves only).
 // PromoteOverlapped, kClusterM = 2, StoreRegisters and TilesOverlapEpilogue passed the GPU tests
 // (forced) but measured slower than, or no faster than, what is compiled (docs/perf-notes.md,
-// "GEMM: deepwell's fp8 main loop" and session 9), so no instance uses them.
+// "GEMM: deepwell's fp8 main loop", sessions 9 and 13), so no instance uses them.
 //
 // Include only from fp8_sm90_inst_*.cu files; each instantiates one configuration with
 // DW_SM90_FP8_INSTANCE (bottom of this file) as one row of gemm_sm90_table.hpp.
@@ -97,7 +98,8 @@ struct Fp8Kernel {
   static_assert((1 + Promotion::kTemporaries) * kAccRegs + 24 <= kMathRegs,
                 "accumulators exceed the register budget");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA on sm_90");
-  static_assert(!Store::kTma || kBlockN % StoreTma::kBoxCols == 0, "D tile: whole TMA boxes");
+  static_assert(!Store::kTma || kBlockN % StoreTma::Box<kBlockN>::kCols == 0,
+                "D tile: whole TMA boxes");
   static_assert(!Tiles::kOverlapEpilogue || Promotion::kTemporaries == 1,
                 "the epilogue overlaps the next tile's first k-block only with PromoteSerial");
 };
@@ -308,19 +310,21 @@ struct Fp8Launcher {
       p.n_scale_blocks = (l.n + 127) / 128;
     }
     if constexpr (K::Store::kTma) {
-      // 16-bit D (N, M, batch), boxes of 64 columns (128 bytes: the swizzle span) x 64 rows. The
-      // dispatcher guarantees what TMA needs: a 16-byte aligned D with row and batch strides of
-      // multiples of 16 bytes (batch stride = ldd for one batch).
+      // 16-bit D (N, M, batch), boxes of 64 (or 32) columns, 128 (64) bytes: the swizzle span,
+      // x 64 rows. The dispatcher guarantees what TMA needs: a 16-byte aligned D with row and
+      // batch strides of multiples of 16 bytes (batch stride = ldd for one batch).
+      using Box = StoreTma::Box<K::kBlockN>;
       const cuuint64_t dims[3] = {static_cast<cuuint64_t>(l.n), static_cast<cuuint64_t>(l.m),
                                   static_cast<cuuint64_t>(l.batch)};
       const cuuint64_t strides[2] = {static_cast<cuuint64_t>(l.ldd) * 2,
                                      static_cast<cuuint64_t>(l.batch_d) * 2};
-      const cuuint32_t box[3] = {StoreTma::kBoxCols, StoreTma::kBoxRows, 1};
+      const cuuint32_t box[3] = {Box::kCols, StoreTma::kBoxRows, 1};
       const cuuint32_t elem_strides[3] = {1, 1, 1};
       const CUresult r = driver_encode_tiled()(
           &p.tma_d, K::Out::kIsF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
           3, l.d, dims, strides, box, elem_strides,
-          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+          CU_TENSOR_MAP_INTERLEAVE_NONE,
+          Box::kCols == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
           CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
       if (r != CUDA_SUCCESS) {
         return Status(StatusCode::kInternal, "gemm_fp8: cuTensorMapEncodeTiled failed for d "

@@ -71,7 +71,8 @@ struct KernelSpec {
   X(e4m3e5m2_kk_bf16_ws_128x192, kE4M3xE5M2, kBF16, true, true,   kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3e5m2_kk_f16_ws_128x192, kE4M3xE5M2, kF16, true,  true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3_kk_bf16_block_ws_128x192, kE4M3, kBF16, true,   true,     kBlock,    128, 192, 128, 1, 1, kFp8Promoted, false)  \
-  X(e4m3_kk_f16_block_ws_128x192, kE4M3, kF16, true,     true,     kBlock,    128, 192, 128, 1, 1, kFp8Promoted, false)
+  X(e4m3_kk_f16_block_ws_128x192, kE4M3, kF16, true,     true,     kBlock,    128, 192, 128, 1, 1, kFp8Promoted, false)  \
+  X(e4m3_kk_bf16_ws_128x160, kE4M3,     kBF16, true,     true,     kTensorRow,128, 160, 128, 1, 1, kFp8Promoted, false)
 // clang-format on
 
 #define DW_SM90_DECLARE_KERNEL(name, ...) \
@@ -110,7 +111,9 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 //   fp8 groups with deepwell's own main loop (Schedule::kFp8Promoted; e4m3 x e4m3 and e4m3 x e5m2
 //       tensor / row scaling): that kernel wherever the CUTLASS kernel's plan is data-parallel (it has no
 //       split-K / stream-K; measured 0.88-0.89x torch._scaled_mm vs CUTLASS's 0.72-0.76x, H200);
-//       block scaling: the same, and only where the own kernel's last wave is >= 80 % full
+//       block scaling: the same, and only where the own kernel's last wave is >= 80 % full;
+//       the group's narrower own tile (e4m3 x e4m3 -> bf16: 128x160) where it needs >= 8 % fewer
+//       wave-columns (waves x tile width) than the first row's
 //
 // Decomposition of the largest tile (T output tiles over all batches, S SMs):
 //
@@ -163,15 +166,33 @@ constexpr Plan plan_for(const KernelSpec& k, int64_t m, int64_t n, int64_t kdim,
 constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t m, int64_t n,
                            int64_t kdim, int64_t batch, int sm_count) {
   const KernelSpec* own = nullptr;  // deepwell's fp8 main loop (data-parallel only)
+  const KernelSpec* own_narrow = nullptr;  // a narrower tile of it, for ragged last waves
   const KernelSpec* largest = nullptr;
   for (size_t i = 0; i < count; ++i) {
     if (cands[i]->schedule == Schedule::kFp8Promoted) {
-      if (own == nullptr) own = cands[i];  // the first of the table's rows
+      if (own == nullptr) {
+        own = cands[i];  // the first of the table's rows
+      } else if (own_narrow == nullptr && cands[i]->tile_n < own->tile_n) {
+        own_narrow = cands[i];
+      }
     } else if (largest == nullptr) {
       largest = cands[i];
     }
   }
-  if (largest == nullptr) return plan_for(*own, m, n, kdim, batch, sm_count);
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  // The own kernel's tile: the narrower one only where it needs at least 8 % fewer wave-columns
+  // (waves x tile width, the time of the whole grid for a fixed tile height and K), as ragged
+  // last waves make it: 4096x7168 (192 columns: 1216 tiles, 10 waves x 192; 160 columns: 1440
+  // tiles, 11 x 160, -8.3 %) measured 0.92 -> 0.95x torch._scaled_mm (H100). Its tiles are 5-15 %
+  // slower per flop (8192^3: 0.80x vs 0.95x), so a near tie keeps the wide tile.
+  auto own_tile = [&]() -> const KernelSpec* {
+    if (own_narrow == nullptr) return own;
+    auto wave_columns = [&](const KernelSpec& k) {
+      return ceil_div(ceil_div(m, k.tile_m) * ceil_div(n, k.tile_n) * batch, sms) * k.tile_n;
+    };
+    return 100 * wave_columns(*own_narrow) <= 92 * wave_columns(*own) ? own_narrow : own;
+  };
+  if (largest == nullptr) return plan_for(*own_tile(), m, n, kdim, batch, sm_count);
   const KernelSpec* small = nullptr;     // cooperative 128x128 with the stream-K scheduler
   const KernelSpec* pingpong = nullptr;  // ping-pong 128x128
   const KernelSpec* narrow = nullptr;    // cooperative 128x64 with the stream-K scheduler
@@ -189,7 +210,6 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     if (k->tile_m == 128 && k->tile_n == 64 && k->stream_k && k->schedule == Schedule::kCooperative)
       narrow = k;
   }
-  const int64_t sms = sm_count > 0 ? sm_count : 132;
   if (narrow != nullptr && narrow != largest && m <= 128 && n <= 6144) {
     // Up to 4 splits: with 32 tiles (N = 2048) 4 splits beat 2 by 18-35% (K = 16k-28k, H100).
     Plan p = plan_for(*narrow, m, n, kdim, batch, sm_count, 4);
@@ -225,7 +245,7 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     const int64_t own_tiles = ceil_div(m, own->tile_m) * ceil_div(n, own->tile_n) * batch;
     const int64_t last = own_tiles % sms;
     if (own->scaling != Scaling::kBlock || last == 0 || last * 5 >= sms * 4) {
-      return plan_for(*own, m, n, kdim, batch, sm_count);
+      return plan_for(*own_tile(), m, n, kdim, batch, sm_count);
     }
   }
   if (p.decomposition == Decomposition::kDataParallel && n > 8192 && m >= 4096) p.swizzle = 2;

@@ -155,4 +155,31 @@ TEST(GemmPlan, OwnBlockScaledKernelOnlyWithAFullLastWave) {
   EXPECT_EQ(choose_plan(group, 2, 128 * 2, 192 * 132, 4096, 1, kSms).kernel, &own);
 }
 
+TEST(GemmPlan, OwnNarrowTileOnlyWhereItCutsTheWaveColumns) {
+  constexpr KernelSpec cutlass = spec("fp8 cutlass", 128, 128, Schedule::kCooperative, true);
+  constexpr KernelSpec wide = spec("own 128x192", 128, 192, Schedule::kFp8Promoted, false);
+  constexpr KernelSpec narrow = spec("own 128x160", 128, 160, Schedule::kFp8Promoted, false);
+  // table order: the wide row first
+  for (const auto& group : {std::array<const KernelSpec*, 3>{&cutlass, &wide, &narrow},
+                            std::array<const KernelSpec*, 3>{&wide, &narrow, &cutlass}}) {
+    auto pick = [&](int64_t m, int64_t n, int64_t k) {
+      return choose_plan(group.data(), 3, m, n, k, 1, kSms).kernel;
+    };
+    // 4096x7168: 10 waves x 192 = 1920 against 11 x 160 = 1760 (-8.3 %): the narrow tile
+    EXPECT_EQ(pick(4096, 7168, 16384), &narrow);
+    // near ties and wins of the wide tile (measured slower on 160 columns, H100)
+    EXPECT_EQ(pick(8192, 8192, 8192), &wide);     // 21 x 192 vs 26 x 160
+    EXPECT_EQ(pick(2048, 7168, 16384), &wide);    // 5 x 192 vs 6 x 160
+    EXPECT_EQ(pick(8192, 4096, 14336), &wide);    // 11 x 192 vs 13 x 160
+    EXPECT_EQ(pick(16384, 7168, 2048), &wide);    // 37 x 192 vs 44 x 160
+    EXPECT_EQ(pick(4096, 4096, 4096), &wide);     // 6 x 192 vs 7 x 160
+    // M = 128 stays on CUTLASS's split-K
+    EXPECT_EQ(pick(128, 6144, 4096), &cutlass);
+  }
+  // the own kernels alone (no CUTLASS row): the same choice
+  const KernelSpec* own_only[] = {&wide, &narrow};
+  EXPECT_EQ(choose_plan(own_only, 2, 4096, 7168, 16384, 1, kSms).kernel, &narrow);
+  EXPECT_EQ(choose_plan(own_only, 2, 8192, 8192, 8192, 1, kSms).kernel, &wide);
+}
+
 }  // namespace
