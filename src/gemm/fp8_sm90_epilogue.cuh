@@ -92,7 +92,6 @@ struct StoreTma {
     static constexpr int kUnits = kRowBytes / 16;               // 16-byte units per row: 8 or 4
     static constexpr int kChunkBytes = kRowBytes * kBoxRows;
     static_assert(kBlockN % kCols == 0, "D tile columns: whole TMA boxes");
-    static_assert(kChunkBytes % (8 * kRowBytes) == 0, "chunks of whole swizzle atoms");
     // The 16-byte unit `unit` of a row whose index is `row8` modulo 8 lands at unit
     // unit ^ (row8 >> 0) (128-byte swizzle, 8 units) or unit ^ (row8 >> 1) (64-byte, 4 units):
     // the swizzle XORs address bits [4, 4 + log2 units) with the bits 3 places above them.

@@ -98,8 +98,6 @@ struct Fp8Kernel {
   static_assert((1 + Promotion::kTemporaries) * kAccRegs + 24 <= kMathRegs,
                 "accumulators exceed the register budget");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA on sm_90");
-  static_assert(!Store::kTma || kBlockN % StoreTma::Box<kBlockN>::kCols == 0,
-                "D tile: whole TMA boxes");
   static_assert(!Tiles::kOverlapEpilogue || Promotion::kTemporaries == 1,
                 "the epilogue overlaps the next tile's first k-block only with PromoteSerial");
 };
