@@ -475,6 +475,42 @@ def test_fp8_mx_emulated(out_dtype, types, m, n, k):
     assert rel_l2(out.cpu(), cpu) <= tol(out_dtype)
 
 
+@pytest.mark.parametrize("types", [(E4M3, E4M3), (E5M2, E5M2)])
+@pytest.mark.parametrize("m,n,k,ld", [(130, 72, 1000, 1008), (33, 40, 4096, 4096),
+                                      (17, 24, 1000, 1000), (5, 16, 72, 80)])
+def test_fp8_mx_decode_is_exact(types, m, n, k, ld):
+    """The MXFP8 decode (16-byte vector path for K-contiguous rows on 16-byte boundaries, byte
+    loop otherwise, and the vector path's tail past the last 16 of K) gives exactly torch's
+    decode: the MX GEMM equals deepwell.gemm on operands decoded by torch, bit for bit, over every
+    fp8 byte (NaN and Inf included) and scales at both ends of the range (2^-127, 2^127, NaN)."""
+    def operand(rows, dtype):
+        base = torch.randint(0, 256, (rows, ld), dtype=torch.uint8, device=DEV)
+        special = (base & 0x7F) >= (0x7F if dtype == E4M3 else 0x7C)  # NaN (and e5m2 Inf) codes
+        base[special] = 0x3A
+        base[0, 5] = 0x7F  # NaN in row 0 (e5m2: 0x7F is a NaN too)
+        if dtype == E5M2:
+            base[rows - 1, 3] = 0xFC  # -Inf in the last row
+        return base.view(dtype)[:, :k]  # row stride ld: 16-byte aligned rows when ld % 16 == 0
+    a, b = operand(m, types[0]), operand(n, types[1])
+    kb = -(-k // 32)
+    sa = torch.randint(100, 150, (m, kb), dtype=torch.uint8, device=DEV)
+    sb = torch.randint(100, 150, (n, kb), dtype=torch.uint8, device=DEV)
+    # 2^-127 (fp32 subnormal products), 2^127 (overflow to Inf), NaN scales
+    sa[1, 0], sa[2, -1], sb[0, -1], sb[1, 0] = 0, 254, 255, 0
+    kk = torch.arange(k, device=DEV) // 32
+
+    def decode(x, s):
+        bits = torch.where(s == 0, 0x00400000, s.int() << 23)
+        bits = torch.where(s == 255, 0x7FC00000, bits)
+        return (x.float() * bits.view(torch.float32)[:, kk]).to(torch.bfloat16)
+    out = torch.full((m, n), float("nan"), device=DEV, dtype=torch.float32)
+    deepwell.gemm_fp8(a, b.t(), sa, sb, granularity="mx", out=out)
+    want = torch.full((m, n), float("nan"), device=DEV, dtype=torch.float32)
+    deepwell.gemm(decode(a, sa), decode(b, sb).t(), out=want)
+    assert torch.equal(out.isnan(), want.isnan())
+    assert torch.equal(out.nan_to_num(), want.nan_to_num())
+
+
 def test_fp8_tensor_scaling_emulated_outputs():
     """Tensor scaling beyond the fp8 kernels (e5m2 first) runs on the bf16 kernels."""
     m, n, k = 200, 136, 520
