@@ -48,6 +48,7 @@ set(DEEPWELL_CUDA_SOURCES
   src/gemm/fp8_sm90_inst_e4m3_kk_bf16_block_ws_128x192.cu
   src/gemm/fp8_sm90_inst_e4m3_kk_f16_block_ws_128x192.cu
   src/gemm/fp8_sm90_inst_e4m3_kk_bf16_ws_128x160.cu
+  src/gemm/fp8_sm90_inst_e4m3e5m2_kk_bf16_ws_128x160.cu
 
   # quant: memory-bound quantization kernels, one file per kernel family (src/quant/*_sm90.cu)
   src/quant/quantize_sm90.cu

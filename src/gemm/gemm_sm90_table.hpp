@@ -72,7 +72,8 @@ struct KernelSpec {
   X(e4m3e5m2_kk_f16_ws_128x192, kE4M3xE5M2, kF16, true,  true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3_kk_bf16_block_ws_128x192, kE4M3, kBF16, true,   true,     kBlock,    128, 192, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3_kk_f16_block_ws_128x192, kE4M3, kF16, true,     true,     kBlock,    128, 192, 128, 1, 1, kFp8Promoted, false)  \
-  X(e4m3_kk_bf16_ws_128x160, kE4M3,     kBF16, true,     true,     kTensorRow,128, 160, 128, 1, 1, kFp8Promoted, false)
+  X(e4m3_kk_bf16_ws_128x160, kE4M3,     kBF16, true,     true,     kTensorRow,128, 160, 128, 1, 1, kFp8Promoted, false)  \
+  X(e4m3e5m2_kk_bf16_ws_128x160, kE4M3xE5M2, kBF16, true, true,   kTensorRow,128, 160, 128, 1, 1, kFp8Promoted, false)
 // clang-format on
 
 #define DW_SM90_DECLARE_KERNEL(name, ...) \
@@ -112,7 +113,7 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 //       tensor / row scaling): that kernel wherever the CUTLASS kernel's plan is data-parallel (it has no
 //       split-K / stream-K; measured 0.88-0.89x torch._scaled_mm vs CUTLASS's 0.72-0.76x, H200);
 //       block scaling: the same, and only where the own kernel's last wave is >= 80 % full;
-//       the group's narrower own tile (e4m3 x e4m3 -> bf16: 128x160) where it needs >= 8 % fewer
+//       the group's narrower own tile (e4m3 x e4m3 / e5m2 -> bf16: 128x160) where it needs >= 8 % fewer
 //       wave-columns (waves x tile width) than the first row's
 //
 // Decomposition of the largest tile (T output tiles over all batches, S SMs):
