@@ -92,6 +92,30 @@ def describe(x, name: str):
                     f"tensor, got {type(x).__name__}")
 
 
+_native_reads_torch = False  # deepwell._C has torch.Tensor and the dtype codes (register_torch)
+
+
+def _register_torch() -> None:
+    global _native_reads_torch
+    from . import _C
+
+    _C.register_torch(_TorchTensor, _torch_codes or _init_torch_codes())
+    _native_reads_torch = True
+
+
+def arg(x, name: str):
+    """A tensor argument for deepwell._C: a torch tensor as it is (the native layer reads its
+    attributes itself, python/src/module.cpp: ~0.5 us less per tensor than building the
+    descriptor here), anything else as its descriptor (describe). Errors name `name` either way."""
+    if x is None:
+        return None
+    if is_torch(x):
+        if not _native_reads_torch:
+            _register_torch()
+        return x
+    return describe(x, name)
+
+
 def empty(like, shape, dtype_code: int | None = None):
     """A new uninitialized tensor of the same framework and device as `like`."""
     if is_torch(like):

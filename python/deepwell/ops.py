@@ -116,10 +116,10 @@ def forward_into(q, k, v, out, lse, *, causal=False, window=None, scale=None, bi
     """attention() writing into given out (and optional lse) tensors."""
     wl, wr = _window(window, causal)
     _native().attention_forward(
-        T.describe(q, "q"), T.describe(k, "k"), T.describe(v, "v"), T.describe(out, "out"),
-        T.describe(lse, "lse"), T.describe(cu_seqlens_q, "cu_seqlens_q"),
-        T.describe(cu_seqlens_k, "cu_seqlens_k"), _max_len(max_seqlen_q, "max_seqlen_q"),
-        _max_len(max_seqlen_k, "max_seqlen_k"), T.describe(bias, "bias"), _scale(scale),
+        T.arg(q, "q"), T.arg(k, "k"), T.arg(v, "v"), T.arg(out, "out"),
+        T.arg(lse, "lse"), T.arg(cu_seqlens_q, "cu_seqlens_q"),
+        T.arg(cu_seqlens_k, "cu_seqlens_k"), _max_len(max_seqlen_q, "max_seqlen_q"),
+        _max_len(max_seqlen_k, "max_seqlen_k"), T.arg(bias, "bias"), _scale(scale),
         bool(causal), wl, wr, T.stream_of(q))
 
 
@@ -132,11 +132,11 @@ def attention_backward(dout, q, k, v, out, lse, *, causal: bool = False, window=
     dv = T.empty(v, tuple(v.shape))
     wl, wr = _window(window, causal)
     _native().attention_backward(
-        T.describe(q, "q"), T.describe(k, "k"), T.describe(v, "v"), T.describe(out, "out"),
-        T.describe(dout, "dout"), T.describe(lse, "lse"), T.describe(dq, "dq"),
-        T.describe(dk, "dk"), T.describe(dv, "dv"), T.describe(cu_seqlens_q, "cu_seqlens_q"),
-        T.describe(cu_seqlens_k, "cu_seqlens_k"), _max_len(max_seqlen_q, "max_seqlen_q"),
-        _max_len(max_seqlen_k, "max_seqlen_k"), T.describe(bias, "bias"), _scale(scale),
+        T.arg(q, "q"), T.arg(k, "k"), T.arg(v, "v"), T.arg(out, "out"),
+        T.arg(dout, "dout"), T.arg(lse, "lse"), T.arg(dq, "dq"),
+        T.arg(dk, "dk"), T.arg(dv, "dv"), T.arg(cu_seqlens_q, "cu_seqlens_q"),
+        T.arg(cu_seqlens_k, "cu_seqlens_k"), _max_len(max_seqlen_q, "max_seqlen_q"),
+        _max_len(max_seqlen_k, "max_seqlen_k"), T.arg(bias, "bias"), _scale(scale),
         bool(causal), wl, wr, T.stream_of(q))
     return dq, dk, dv
 
@@ -146,6 +146,8 @@ def _check_epilogue(activation, alpha, beta):
     if activation not in _ACTIVATIONS:
         raise ValueError(f"argument 'activation': expected one of {sorted(_ACTIVATIONS)}, "
                          f"got {activation!r}")
+    if type(alpha) is float and type(beta) is float:  # the common case, checked cheaply
+        return
     for name, val in (("alpha", alpha), ("beta", beta)):
         if isinstance(val, bool) or not isinstance(val, (int, float)):
             raise TypeError(f"argument '{name}': expected a float, got {type(val).__name__}")
@@ -153,16 +155,15 @@ def _check_epilogue(activation, alpha, beta):
 
 def _gemm_out_shape(a, b):
     try:
-        an, bn = len(a.shape), len(b.shape)
-        if an not in (2, 3) or bn not in (2, 3):
-            return None
-        m, n = a.shape[-2], b.shape[-1]
-        if an == 3 or bn == 3:
-            batch = max(a.shape[0] if an == 3 else 1, b.shape[0] if bn == 3 else 1)
-            return (batch, m, n)
-        return (m, n)
+        sa, sb = a.shape, b.shape
+        an, bn = len(sa), len(sb)
     except (AttributeError, TypeError):
         return None
+    if an == 2 and bn == 2:
+        return (sa[0], sb[1])
+    if an not in (2, 3) or bn not in (2, 3):
+        return None
+    return (max(sa[0] if an == 3 else 1, sb[0] if bn == 3 else 1), sa[-2], sb[-1])
 
 
 def gemm(a, b, *, bias=None, c=None, alpha: float = 1.0, beta: float = 0.0,
@@ -178,10 +179,10 @@ def gemm(a, b, *, bias=None, c=None, alpha: float = 1.0, beta: float = 0.0,
         shape = _gemm_out_shape(a, b)
         code = None if out_dtype is None else _dtype_code(out_dtype)
         out = T.empty(a, shape if shape is not None else (0, 0), code)
-    args = (T.describe(a, "a"), T.describe(b, "b"), T.describe(out, "out"), T.describe(c, "c"),
-            T.describe(bias, "bias"), T.describe(residual, "residual"), float(alpha),
-            float(beta), _ACTIVATIONS[activation])
-    _native().gemm(*args, T.stream_of(a), None, _workspace_allocator(a))
+    stream, alloc = _stream_and_allocator(a)
+    _native().gemm(T.arg(a, "a"), T.arg(b, "b"), T.arg(out, "out"), T.arg(c, "c"),
+                   T.arg(bias, "bias"), T.arg(residual, "residual"), float(alpha), float(beta),
+                   _ACTIVATIONS[activation], stream, None, alloc)
     return out
 
 
@@ -193,8 +194,11 @@ def _alloc_workspace(nbytes: int, device: int):
     return torch.empty(nbytes, dtype=torch.uint8, device=device)
 
 
-def _workspace_allocator(like):
-    return _alloc_workspace if T.is_torch(like) and like.is_cuda else None
+def _stream_and_allocator(like):
+    """The caller's current stream and the workspace allocator for a call on like's device."""
+    if T.is_torch(like) and like.is_cuda:
+        return T.stream_of(like), _alloc_workspace
+    return 0, None
 
 
 _FP8_SCALING = {"tensor": 0, "row": 1, "block": 2, "mx": 3}
@@ -236,12 +240,13 @@ def gemm_fp8(a, b, scale_a, scale_b, *, granularity: str = "tensor", bias=None, 
         shape = _gemm_out_shape(a, b)
         code = T.BF16 if out_dtype is None else _dtype_code(out_dtype)
         out = T.empty(a, shape if shape is not None else (0, 0), code)
-    args = (T.describe(a, "a"), T.describe(b, "b"),
+    args = (T.arg(a, "a"), T.arg(b, "b"),
             _scale_descriptor(scale_a, "scale_a", granularity),
             _scale_descriptor(scale_b, "scale_b", granularity), _FP8_SCALING[granularity],
-            T.describe(out, "out"), T.describe(c, "c"), T.describe(bias, "bias"),
-            T.describe(residual, "residual"), float(alpha), float(beta), _ACTIVATIONS[activation])
-    _native().gemm_fp8(*args, T.stream_of(a), None, _workspace_allocator(a))
+            T.arg(out, "out"), T.arg(c, "c"), T.arg(bias, "bias"),
+            T.arg(residual, "residual"), float(alpha), float(beta), _ACTIVATIONS[activation])
+    stream, alloc = _stream_and_allocator(a)
+    _native().gemm_fp8(*args, stream, None, alloc)
     return out
 
 

@@ -99,6 +99,31 @@ def test_torch_errors():
         pass
 
 
+def test_torch_tensors_read_natively():
+    """torch tensors reach deepwell._C as they are (module.cpp reads them); each rule of the
+    descriptor path holds there too, naming the argument."""
+    torch = pytest.importorskip("torch")
+    x = torch.randn(3, 4)
+    w = torch.randn(4, 5)
+    with pytest.raises(TypeError, match="argument 'a': expected a tensor of .* got torch.float64"):
+        deepwell.gemm(x.double(), w)
+    with pytest.raises(TypeError, match="argument 'b': expected a tensor of .* got torch.int64"):
+        deepwell.gemm(x, w.long())
+    with pytest.raises(TypeError, match="argument 'out': expected a tensor of .* got torch.float64"):
+        deepwell.gemm(x, w, out=torch.empty(3, 5, dtype=torch.float64))
+    with pytest.raises(ValueError, match="argument 'b': expected a CPU or CUDA tensor, got a tensor on meta"):
+        deepwell.gemm(x, w.to("meta"))
+    with pytest.raises(ValueError, match="argument 'q': expected at most 8 dimensions"):
+        deepwell.attention(torch.ones((1,) * 9), x, x)
+    # Subclasses (nn.Parameter) and strided views are read like plain tensors.
+    wp = torch.nn.Parameter(torch.randn(5, 4)).t()
+    with torch.no_grad():
+        got = deepwell.gemm(x, wp)
+        torch.testing.assert_close(got, x @ wp, rtol=1e-5, atol=1e-5)
+        got = deepwell.gemm(x[:, ::2], torch.randn(2, 5))
+    assert got.shape == (3, 5)
+
+
 def test_backward_on_cuda_is_not_supported_message():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
