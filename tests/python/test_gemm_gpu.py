@@ -270,15 +270,18 @@ def test_workspace_allocator():
 
 
 _FORCED_SCRIPT = r"""
-import torch, deepwell
+import sys, torch, deepwell
+dtype, layout = getattr(torch, sys.argv[1]), sys.argv[2]
 torch.manual_seed(0)
 for m, n, k in [(1, 8, 16), (37, 304, 264), (128, 6144, 4096), (300, 1000, 8200), (1000, 1104, 520)]:
-    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-    bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
-    res = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
-    out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-    deepwell.gemm(a, w.t(), bias=bias, activation="gelu_tanh", residual=res, out=out)
+    a = torch.randn(m, k, device="cuda", dtype=dtype)
+    w = torch.randn(n, k, device="cuda", dtype=dtype)
+    # kk: x @ w.t() (nn.Linear); kn: x @ w with w a row-major (K, N) matrix
+    b = w.t() if layout == "kk" else w.t().contiguous()
+    bias = torch.randn(n, device="cuda", dtype=dtype)
+    res = torch.randn(m, n, device="cuda", dtype=dtype)
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
+    deepwell.gemm(a, b, bias=bias, activation="gelu_tanh", residual=res, out=out)
     ref = torch.nn.functional.gelu(a.double() @ w.double().t() + bias.double(),
                                    approximate="tanh") + res.double()
     assert torch.isfinite(out).all(), (m, n, k)
@@ -288,22 +291,29 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("force", ["bf16_kk_bf16_128x256,dp", "bf16_kk_bf16_128x256,splitk,3",
-                                   "bf16_kk_bf16_128x256,streamk", "bf16_kk_bf16_128x128,dp",
-                                   "bf16_kk_bf16_128x128,splitk,3", "bf16_kk_bf16_128x128,streamk",
-                                   "bf16_kk_bf16_128x64,dp", "bf16_kk_bf16_128x64,splitk,3",
-                                   "bf16_kk_bf16_128x64,streamk",
-                                   "bf16_kk_bf16_pp_128x128,dp,1,h,2"])
-def test_every_bf16_kernel_forced(force):
-    """Each bf16 kernel of the table (and each decomposition), whatever the shape rules would pick:
-    DEEPWELL_GEMM_FORCE is read once per process, so every setting runs in a subprocess."""
+_FORCED_16BIT = [(f, "bfloat16", "kk") for f in [
+    "bf16_kk_bf16_128x256,dp", "bf16_kk_bf16_128x256,splitk,3", "bf16_kk_bf16_128x256,streamk",
+    "bf16_kk_bf16_128x128,dp", "bf16_kk_bf16_128x128,splitk,3", "bf16_kk_bf16_128x128,streamk",
+    "bf16_kk_bf16_128x64,dp", "bf16_kk_bf16_128x64,splitk,3", "bf16_kk_bf16_128x64,streamk",
+    "bf16_kk_bf16_pp_128x128,dp,1,h,2"]] + [(f, "bfloat16", "kn") for f in [
+    "bf16_kn_bf16_128x256,dp", "bf16_kn_bf16_128x128,dp", "bf16_kn_bf16_128x128,splitk,3",
+    "bf16_kn_bf16_128x64,dp", "bf16_kn_bf16_128x64,splitk,3", "bf16_kn_bf16_128x64,streamk"]] + [
+    (f, "float16", "kk") for f in [
+    "f16_kk_f16_128x256,dp", "f16_kk_f16_128x128,dp", "f16_kk_f16_128x128,splitk,3",
+    "f16_kk_f16_128x64,dp", "f16_kk_f16_128x64,splitk,3", "f16_kk_f16_128x64,streamk"]]
+
+
+@pytest.mark.parametrize("force,dtype,layout", _FORCED_16BIT)
+def test_every_16bit_kernel_forced(force, dtype, layout):
+    """Each 16-bit kernel of the table (and each decomposition), whatever the shape rules would
+    pick: DEEPWELL_GEMM_FORCE is read once per process, so every setting runs in a subprocess."""
     import os
     import subprocess
     import sys
 
     env = dict(os.environ, DEEPWELL_GEMM_FORCE=force)
-    r = subprocess.run([sys.executable, "-c", _FORCED_SCRIPT], env=env, capture_output=True,
-                       text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-c", _FORCED_SCRIPT, dtype, layout], env=env,
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
 
 
