@@ -56,6 +56,26 @@ int64_t as_i64(PyObject* o, const char* name) {
   return v;
 }
 
+// shape and strides (tuples of one length, at most kMaxDims) into v.
+void read_dims(TensorView* v, PyObject* shape, PyObject* strides, const char* name,
+               const char* mismatch) {
+  if (!PyTuple_Check(shape) || !PyTuple_Check(strides) ||
+      PyTuple_GET_SIZE(shape) != PyTuple_GET_SIZE(strides)) {
+    type_error(name, mismatch);
+  }
+  const Py_ssize_t nd = PyTuple_GET_SIZE(shape);
+  if (nd > deepwell::kMaxDims) {
+    raise(Status(StatusCode::kInvalidArgument,
+                 std::string("argument '") + name + "': expected at most 8 dimensions, got " +
+                     std::to_string(nd)));
+  }
+  v->ndim = static_cast<int32_t>(nd);
+  for (Py_ssize_t i = 0; i < nd; ++i) {
+    v->shape[i] = as_i64(PyTuple_GET_ITEM(shape, i), name);
+    v->strides[i] = as_i64(PyTuple_GET_ITEM(strides, i), name);
+  }
+}
+
 // torch tensors are read here directly (python/deepwell/_tensors.py passes them through instead
 // of building a descriptor tuple: ~0.5 us less per tensor in Python, which adds up on the
 // host-bound calls of small GEMMs and attention). No torch headers: the Python layer registers
@@ -132,21 +152,8 @@ TensorView parse_torch(PyObject* t, const char* name) {
   v.data = reinterpret_cast<void*>(static_cast<uintptr_t>(PyLong_AsUnsignedLongLongMask(ptr.ptr())));
   nb::object shape = checked(PyObject_GetAttr(t, tt.s_shape));  // torch.Size: a tuple
   nb::object strides = checked(PyObject_CallMethodNoArgs(t, tt.s_stride));
-  if (!PyTuple_Check(shape.ptr()) || !PyTuple_Check(strides.ptr()) ||
-      PyTuple_GET_SIZE(shape.ptr()) != PyTuple_GET_SIZE(strides.ptr())) {
-    type_error(name, "a tensor whose shape and stride() are tuples of one length");
-  }
-  const Py_ssize_t nd = PyTuple_GET_SIZE(shape.ptr());
-  if (nd > deepwell::kMaxDims) {
-    raise(Status(StatusCode::kInvalidArgument,
-                 std::string("argument '") + name + "': expected at most 8 dimensions, got " +
-                     std::to_string(nd)));
-  }
-  v.ndim = static_cast<int32_t>(nd);
-  for (Py_ssize_t i = 0; i < nd; ++i) {
-    v.shape[i] = as_i64(PyTuple_GET_ITEM(shape.ptr(), i), name);
-    v.strides[i] = as_i64(PyTuple_GET_ITEM(strides.ptr(), i), name);
-  }
+  read_dims(&v, shape.ptr(), strides.ptr(), name,
+            "a tensor whose shape and stride() are tuples of one length");
   return v;
 }
 
@@ -164,23 +171,8 @@ TensorView parse(nb::handle h, const char* name) {
   v.dtype = static_cast<deepwell::DType>(as_i64(PyTuple_GET_ITEM(t, 1), name));
   v.device = {static_cast<deepwell::DeviceType>(as_i64(PyTuple_GET_ITEM(t, 2), name)),
               static_cast<int32_t>(as_i64(PyTuple_GET_ITEM(t, 3), name))};
-  PyObject* shape = PyTuple_GET_ITEM(t, 4);
-  PyObject* strides = PyTuple_GET_ITEM(t, 5);
-  if (!PyTuple_Check(shape) || !PyTuple_Check(strides) ||
-      PyTuple_GET_SIZE(shape) != PyTuple_GET_SIZE(strides)) {
-    type_error(name, "a tensor descriptor with matching shape and strides tuples");
-  }
-  Py_ssize_t nd = PyTuple_GET_SIZE(shape);
-  if (nd > deepwell::kMaxDims) {
-    raise(Status(StatusCode::kInvalidArgument,
-                 std::string("argument '") + name + "': expected at most 8 dimensions, got " +
-                     std::to_string(nd)));
-  }
-  v.ndim = static_cast<int32_t>(nd);
-  for (Py_ssize_t i = 0; i < nd; ++i) {
-    v.shape[i] = as_i64(PyTuple_GET_ITEM(shape, i), name);
-    v.strides[i] = as_i64(PyTuple_GET_ITEM(strides, i), name);
-  }
+  read_dims(&v, PyTuple_GET_ITEM(t, 4), PyTuple_GET_ITEM(t, 5), name,
+            "a tensor descriptor with matching shape and strides tuples");
   return v;
 }
 
