@@ -61,6 +61,9 @@ struct KernelSpec {
   X(f16_kk_f16_128x256,    kF16,        kF16,  true,     true,     kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
   X(f16_kk_f16_128x128,    kF16,        kF16,  true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
   X(f16_kk_f16_128x64,     kF16,        kF16,  true,     true,     kNone,     128,  64,  64, 1, 1, kCooperative, true)  \
+  X(f16_kn_f16_128x256,    kF16,        kF16,  true,     false,    kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
+  X(f16_kn_f16_128x128,    kF16,        kF16,  true,     false,    kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
+  X(f16_kn_f16_128x64,     kF16,        kF16,  true,     false,    kNone,     128,  64,  64, 1, 1, kCooperative, true)  \
   X(bf16_kk_f32_128x128,   kBF16,       kF32,  true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
   X(f16_kk_f32_128x128,    kF16,        kF32,  true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
   X(bf16_kk_f16_128x128,   kBF16,       kF16,  true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \

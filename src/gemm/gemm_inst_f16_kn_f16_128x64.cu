@@ -1,0 +1,11 @@
+// Kernel instance f16_kn_f16_128x64 (row of gemm_sm90_table.hpp): f16 x f16 -> f16, A K-major, B N-major (x @ w), 128x64 tiles for M <= 128 with N <= 6144.
+#include "gemm/sm90_gemm.cuh"
+
+namespace deepwell::matmul::sm90 {
+using Config_f16_kn_f16_128x64 =
+    Sm90Gemm<cutlass::half_t, cutlass::half_t, /*A K-major*/ true, /*B K-major*/ false, cutlass::half_t,
+             Shape<_128, _64, _64>, Shape<_1, _1, _1>, MainloopKind::kCooperative,
+             /*stream-K*/ true>;
+}  // namespace deepwell::matmul::sm90
+
+DW_SM90_GEMM_INSTANCE(f16_kn_f16_128x64, Config_f16_kn_f16_128x64)
