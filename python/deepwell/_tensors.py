@@ -171,13 +171,16 @@ _raw_stream = None
 
 def stream_of(x) -> int:
     """The caller's current CUDA stream on x's device (0 for CPU tensors and non-torch inputs)."""
-    global _raw_stream
-    if is_torch(x) and x.is_cuda:
-        if _raw_stream is None:
-            import torch
+    return cuda_stream_of(x) if is_torch(x) and x.is_cuda else 0
 
-            fast = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-            _raw_stream = fast if fast is not None else (
-                lambda d: torch.cuda.current_stream(d).cuda_stream)
-        return _raw_stream(x.get_device())
-    return 0
+
+def cuda_stream_of(x) -> int:
+    """stream_of for a torch tensor the caller already knows is on a CUDA device."""
+    global _raw_stream
+    if _raw_stream is None:
+        import torch
+
+        fast = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _raw_stream = fast if fast is not None else (
+            lambda d: torch.cuda.current_stream(d).cuda_stream)
+    return _raw_stream(x.get_device())

@@ -197,7 +197,7 @@ def _alloc_workspace(nbytes: int, device: int):
 def _stream_and_allocator(like):
     """The caller's current stream and the workspace allocator for a call on like's device."""
     if T.is_torch(like) and like.is_cuda:
-        return T.stream_of(like), _alloc_workspace
+        return T.cuda_stream_of(like), _alloc_workspace
     return 0, None
 
 
