@@ -58,12 +58,15 @@ struct KernelSpec {
   X(bf16_kn_bf16_128x256,  kBF16,       kBF16, true,     false,    kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
   X(bf16_kn_bf16_128x128,  kBF16,       kBF16, true,     false,    kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
   X(bf16_kn_bf16_128x64,   kBF16,       kBF16, true,     false,    kNone,     128,  64,  64, 1, 1, kCooperative, true)  \
+  X(bf16_kn_bf16_pp_128x128, kBF16,     kBF16, true,     false,    kNone,     128, 128,  64, 2, 1, kPingpong,    false) \
   X(f16_kk_f16_128x256,    kF16,        kF16,  true,     true,     kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
   X(f16_kk_f16_128x128,    kF16,        kF16,  true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
   X(f16_kk_f16_128x64,     kF16,        kF16,  true,     true,     kNone,     128,  64,  64, 1, 1, kCooperative, true)  \
+  X(f16_kk_f16_pp_128x128, kF16,       kF16,  true,     true,     kNone,     128, 128,  64, 2, 1, kPingpong,    false) \
   X(f16_kn_f16_128x256,    kF16,        kF16,  true,     false,    kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
   X(f16_kn_f16_128x128,    kF16,        kF16,  true,     false,    kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
   X(f16_kn_f16_128x64,     kF16,        kF16,  true,     false,    kNone,     128,  64,  64, 1, 1, kCooperative, true)  \
+  X(f16_kn_f16_pp_128x128, kF16,       kF16,  true,     false,    kNone,     128, 128,  64, 2, 1, kPingpong,    false) \
   X(bf16_kk_f32_128x128,   kBF16,       kF32,  true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
   X(f16_kk_f32_128x128,    kF16,        kF32,  true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
   X(bf16_kk_f16_128x128,   kBF16,       kF16,  true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \

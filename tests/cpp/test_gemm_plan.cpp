@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <string>
+#include <utility>
 
 #include "gemm/gemm_sm90_table.hpp"
 
@@ -180,6 +182,49 @@ TEST(GemmPlan, OwnNarrowTileOnlyWhereItCutsTheWaveColumns) {
   const KernelSpec* own_only[] = {&wide, &narrow};
   EXPECT_EQ(choose_plan(own_only, 2, 4096, 7168, 16384, 1, kSms).kernel, &narrow);
   EXPECT_EQ(choose_plan(own_only, 2, 8192, 8192, 8192, 1, kSms).kernel, &wide);
+}
+
+
+// The rows of the compiled table without their launch functions (which exist only in CUDA
+// builds), so this runs in every build.
+#define DW_TEST_ROW(name, ops, out, ak, bk, sc, tm, tn, tk, cm, cn, sched, sk)                     \
+  KernelSpec{#name, Operands::ops, DType::out, ak, bk, Scaling::sc, tm, tn, tk, cm, cn,             \
+             Schedule::sched, sk, nullptr, nullptr},
+constexpr KernelSpec kTableRows[] = {DW_SM90_GEMM_KERNELS(DW_TEST_ROW)};
+#undef DW_TEST_ROW
+
+// Every 16-bit group of the compiled table (bf16 / fp16, x @ w.t() and x @ w, same-type output)
+// holds the same four rows, so the shape rules make the same choice for each: 128x256, 128x128
+// and 128x64 cooperative with stream-K, and the 128x128 ping-pong row.
+TEST(GemmPlan, Every16BitGroupHasTheSameFourTiles) {
+  struct Group {
+    Operands ops;
+    DType out;
+    bool b_k_major;
+  };
+  for (Group g : {Group{Operands::kBF16, DType::kBF16, true}, Group{Operands::kBF16, DType::kBF16, false},
+                  Group{Operands::kF16, DType::kF16, true}, Group{Operands::kF16, DType::kF16, false}}) {
+    std::array<const KernelSpec*, 8> group{};
+    size_t count = 0;
+    for (const KernelSpec& k : kTableRows) {
+      if (k.operands == g.ops && k.out == g.out && k.a_k_major && k.b_k_major == g.b_k_major &&
+          count < group.size()) {
+        group[count++] = &k;
+      }
+    }
+    SCOPED_TRACE(std::string(group[0] != nullptr ? group[0]->name : "empty group"));
+    ASSERT_EQ(count, 4u);
+    auto pick = [&](int64_t m, int64_t n, int64_t k) {
+      const KernelSpec* s = choose_plan(group.data(), count, m, n, k, 1, kSms).kernel;
+      return std::make_pair(std::make_pair(s->tile_m, s->tile_n), s->schedule);
+    };
+    using P = std::pair<std::pair<int, int>, Schedule>;
+    EXPECT_EQ(pick(128, 4096, 4096), P({128, 64}, Schedule::kCooperative));
+    EXPECT_EQ(pick(128, 10240, 8192), P({128, 128}, Schedule::kCooperative));
+    EXPECT_EQ(pick(1024, 4096, 4096), P({128, 128}, Schedule::kPingpong));
+    EXPECT_EQ(pick(4096, 4096, 4096), P({128, 128}, Schedule::kPingpong));
+    EXPECT_EQ(pick(8192, 8192, 8192), P({128, 256}, Schedule::kCooperative));
+  }
 }
 
 }  // namespace
