@@ -29,18 +29,22 @@ set(DEEPWELL_CUDA_SOURCES
   src/gemm/gemm_inst_bf16_kk_bf16_128x128.cu
   src/gemm/gemm_inst_bf16_kk_bf16_128x64.cu
   src/gemm/gemm_inst_bf16_kk_bf16_pp_128x128.cu
+  src/gemm/gemm_inst_bf16_kk_bf16_pp_64x64.cu
   src/gemm/gemm_inst_bf16_kn_bf16_128x256.cu
   src/gemm/gemm_inst_bf16_kn_bf16_128x128.cu
   src/gemm/gemm_inst_bf16_kn_bf16_128x64.cu
   src/gemm/gemm_inst_bf16_kn_bf16_pp_128x128.cu
+  src/gemm/gemm_inst_bf16_kn_bf16_pp_64x64.cu
   src/gemm/gemm_inst_f16_kk_f16_128x256.cu
   src/gemm/gemm_inst_f16_kk_f16_128x128.cu
   src/gemm/gemm_inst_f16_kk_f16_128x64.cu
   src/gemm/gemm_inst_f16_kk_f16_pp_128x128.cu
+  src/gemm/gemm_inst_f16_kk_f16_pp_64x64.cu
   src/gemm/gemm_inst_f16_kn_f16_128x256.cu
   src/gemm/gemm_inst_f16_kn_f16_128x128.cu
   src/gemm/gemm_inst_f16_kn_f16_128x64.cu
   src/gemm/gemm_inst_f16_kn_f16_pp_128x128.cu
+  src/gemm/gemm_inst_f16_kn_f16_pp_64x64.cu
   src/gemm/gemm_inst_bf16_kk_f32_128x128.cu
   src/gemm/gemm_inst_f16_kk_f32_128x128.cu
   src/gemm/gemm_inst_e4m3_kk_bf16_128x128.cu

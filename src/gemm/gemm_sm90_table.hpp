@@ -55,18 +55,22 @@ struct KernelSpec {
   X(bf16_kk_bf16_128x128,  kBF16,       kBF16, true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
   X(bf16_kk_bf16_128x64,   kBF16,       kBF16, true,     true,     kNone,     128,  64,  64, 1, 1, kCooperative, true)  \
   X(bf16_kk_bf16_pp_128x128, kBF16,     kBF16, true,     true,     kNone,     128, 128,  64, 2, 1, kPingpong,    false) \
+  X(bf16_kk_bf16_pp_64x64, kBF16,       kBF16, true,     true,     kNone,      64,  64,  64, 2, 1, kPingpong,    false) \
   X(bf16_kn_bf16_128x256,  kBF16,       kBF16, true,     false,    kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
   X(bf16_kn_bf16_128x128,  kBF16,       kBF16, true,     false,    kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
   X(bf16_kn_bf16_128x64,   kBF16,       kBF16, true,     false,    kNone,     128,  64,  64, 1, 1, kCooperative, true)  \
   X(bf16_kn_bf16_pp_128x128, kBF16,     kBF16, true,     false,    kNone,     128, 128,  64, 2, 1, kPingpong,    false) \
+  X(bf16_kn_bf16_pp_64x64, kBF16,       kBF16, true,     false,    kNone,      64,  64,  64, 2, 1, kPingpong,    false) \
   X(f16_kk_f16_128x256,    kF16,        kF16,  true,     true,     kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
   X(f16_kk_f16_128x128,    kF16,        kF16,  true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
   X(f16_kk_f16_128x64,     kF16,        kF16,  true,     true,     kNone,     128,  64,  64, 1, 1, kCooperative, true)  \
   X(f16_kk_f16_pp_128x128, kF16,       kF16,  true,     true,     kNone,     128, 128,  64, 2, 1, kPingpong,    false) \
+  X(f16_kk_f16_pp_64x64,   kF16,        kF16,  true,     true,     kNone,      64,  64,  64, 2, 1, kPingpong,    false) \
   X(f16_kn_f16_128x256,    kF16,        kF16,  true,     false,    kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
   X(f16_kn_f16_128x128,    kF16,        kF16,  true,     false,    kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
   X(f16_kn_f16_128x64,     kF16,        kF16,  true,     false,    kNone,     128,  64,  64, 1, 1, kCooperative, true)  \
   X(f16_kn_f16_pp_128x128, kF16,       kF16,  true,     false,    kNone,     128, 128,  64, 2, 1, kPingpong,    false) \
+  X(f16_kn_f16_pp_64x64,   kF16,        kF16,  true,     false,    kNone,      64,  64,  64, 2, 1, kPingpong,    false) \
   X(bf16_kk_f32_128x128,   kBF16,       kF32,  true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
   X(f16_kk_f32_128x128,    kF16,        kF32,  true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
   X(bf16_kk_f16_128x128,   kBF16,       kF16,  true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
@@ -110,6 +114,10 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 // Within a problem's group (operands, out, layouts, scaling) the kernel is chosen by shape, from
 // the measured sweep in docs/perf-notes.md ("GEMM", H200):
 //
+//   M <= 256 and a ping-pong 64x64 kernel exists (2x1 clusters), its CTAs fill the SMs in even
+//       waves (at most one wave, or a last wave >= 75 % full) or M <= 64, and not (at most half
+//       the SMs busy and K >= 8192)
+//       -> ping-pong 64x64, data-parallel
 //   M <= 128, N <= 6144 and a cooperative 128x64 kernel exists
 //       -> 128x64 (four times the CTAs of 128x256); split-K 2 when K >= 8192 and 2 T <= S, else
 //          data-parallel
@@ -207,6 +215,7 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   const KernelSpec* small = nullptr;     // cooperative 128x128 with the stream-K scheduler
   const KernelSpec* pingpong = nullptr;  // ping-pong 128x128
   const KernelSpec* narrow = nullptr;    // cooperative 128x64 with the stream-K scheduler
+  const KernelSpec* tiny = nullptr;      // ping-pong 64x64 in 2x1 clusters
   for (size_t i = 0; i < count; ++i) {
     const KernelSpec* k = cands[i];
     if (k->schedule == Schedule::kFp8Promoted) continue;
@@ -220,6 +229,23 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     if (k->tile_m == 128 && k->tile_n == 128 && k->schedule == Schedule::kPingpong) pingpong = k;
     if (k->tile_m == 128 && k->tile_n == 64 && k->stream_k && k->schedule == Schedule::kCooperative)
       narrow = k;
+    if (k->tile_m == 64 && k->tile_n == 64 && k->schedule == Schedule::kPingpong) tiny = k;
+  }
+  if (tiny != nullptr && m <= 256) {
+    // Small M: 64x64 tiles give 128x64's CTA count at half the rows (M = 128, N = 4096: 128 CTAs
+    // instead of 64, cuBLAS's choice too), and 2x1 clusters read each B tile once per pair. The
+    // grid has no split-K, so it wins where its CTAs fill the SMs in even waves (H100, graph
+    // time, vs the rules below: 128x4096x4096 20.2 -> 16.6 us, 128x4096x14336 52.0 -> 46.8,
+    // 128x28672x4096 92.9 -> 90.8, 256x4096x4096 27.0 -> 24.1) and loses on a ragged second or
+    // third wave (128x6144x4096, 192 CTAs: 23.8 -> 25.3; 128x10240x8192, 320: 66.0 -> 70.9).
+    // At M <= 64 it wins at every shape measured (the 128-row tiles run half empty there:
+    // 64x4096x4096 30.0 -> 18.4, 16x6144x4096 35.1 -> 29.9). Few CTAs with a long K stay on
+    // the split-K rule below.
+    const int64_t ctas = ceil_div(ceil_div(m, 64), 2) * 2 * ceil_div(n, 64) * batch;
+    const int64_t last = ctas % sms;
+    const bool even_waves = ctas <= sms || last == 0 || 4 * last >= 3 * sms;
+    const bool few_long_k = 2 * ctas <= sms && kdim >= 8192;
+    if (!few_long_k && (even_waves || m <= 64)) return plan_for(*tiny, m, n, kdim, batch, sm_count);
   }
   if (narrow != nullptr && narrow != largest && m <= 128 && n <= 6144) {
     // Up to 4 splits: with 32 tiles (N = 2048) 4 splits beat 2 by 18-35% (K = 16k-28k, H100).

@@ -26,6 +26,37 @@ constexpr int kSms = 132;
 
 Plan bf16(int64_t m, int64_t n, int64_t k) { return choose_plan(kBf16Group, 4, m, n, k, 1, kSms); }
 
+// The 64x64 ping-pong row (2x1 clusters) at small M, where its CTAs fill the SMs in even waves.
+TEST(GemmPlan, SmallMUsesPingpong64x64WhereItsWavesAreEven) {
+  constexpr KernelSpec tiny = spec("pp_64x64", 64, 64, Schedule::kPingpong, false);
+  const KernelSpec* group[] = {&kBig, &kSmall, &kNarrow, &kPingpong, &tiny};
+  auto pick = [&](int64_t m, int64_t n, int64_t k) {
+    return choose_plan(group, 5, m, n, k, 1, kSms);
+  };
+  // one wave or less (2 row tiles x 64 column tiles = 128 CTAs)
+  EXPECT_EQ(pick(128, 4096, 4096).kernel, &tiny);
+  EXPECT_EQ(pick(128, 4096, 4096).decomposition, Decomposition::kDataParallel);
+  EXPECT_EQ(pick(100, 4096, 4096).kernel, &tiny);
+  EXPECT_EQ(pick(128, 4096, 14336).kernel, &tiny);  // 128 CTAs: no split-K needed
+  // last wave >= 75 % full: 896 CTAs (104 of 132 in the last), 256 (124)
+  EXPECT_EQ(pick(128, 28672, 4096).kernel, &tiny);
+  EXPECT_EQ(pick(256, 4096, 4096).kernel, &tiny);
+  EXPECT_EQ(pick(128, 8192, 28672).kernel, &tiny);
+  // ragged: 192 CTAs (60 in the last wave), 320 (56): the older rules
+  EXPECT_EQ(pick(128, 6144, 4096).kernel, &kNarrow);
+  EXPECT_EQ(pick(128, 10240, 8192).kernel, &kSmall);
+  // M <= 64 (the cluster's second row tile is empty): always, however ragged
+  EXPECT_EQ(pick(16, 6144, 4096).kernel, &tiny);
+  EXPECT_EQ(pick(64, 4096, 4096).kernel, &tiny);
+  // few CTAs and a long K: split-K of 128x64 (2 x 32 = 64 CTAs <= 66)
+  Plan p = pick(128, 2048, 16384);
+  EXPECT_EQ(p.kernel, &kNarrow);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitK);
+  // beyond 256 rows: the older rules
+  EXPECT_EQ(pick(257, 4096, 4096).kernel, &kPingpong);
+  EXPECT_EQ(pick(1024, 4096, 4096).kernel, &kPingpong);
+}
+
 TEST(GemmPlan, SmallMAndNUses128x64) {
   Plan p = bf16(128, 6144, 4096);  // 96 tiles: data-parallel
   EXPECT_EQ(p.kernel, &kNarrow);
@@ -194,9 +225,9 @@ constexpr KernelSpec kTableRows[] = {DW_SM90_GEMM_KERNELS(DW_TEST_ROW)};
 #undef DW_TEST_ROW
 
 // Every 16-bit group of the compiled table (bf16 / fp16, x @ w.t() and x @ w, same-type output)
-// holds the same four rows, so the shape rules make the same choice for each: 128x256, 128x128
-// and 128x64 cooperative with stream-K, and the 128x128 ping-pong row.
-TEST(GemmPlan, Every16BitGroupHasTheSameFourTiles) {
+// holds the same five rows, so the shape rules make the same choice for each: 128x256, 128x128
+// and 128x64 cooperative with stream-K, and the 128x128 and 64x64 ping-pong rows.
+TEST(GemmPlan, Every16BitGroupHasTheSameFiveTiles) {
   struct Group {
     Operands ops;
     DType out;
@@ -213,13 +244,14 @@ TEST(GemmPlan, Every16BitGroupHasTheSameFourTiles) {
       }
     }
     SCOPED_TRACE(std::string(group[0] != nullptr ? group[0]->name : "empty group"));
-    ASSERT_EQ(count, 4u);
+    ASSERT_EQ(count, 5u);
     auto pick = [&](int64_t m, int64_t n, int64_t k) {
       const KernelSpec* s = choose_plan(group.data(), count, m, n, k, 1, kSms).kernel;
       return std::make_pair(std::make_pair(s->tile_m, s->tile_n), s->schedule);
     };
     using P = std::pair<std::pair<int, int>, Schedule>;
-    EXPECT_EQ(pick(128, 4096, 4096), P({128, 64}, Schedule::kCooperative));
+    EXPECT_EQ(pick(128, 4096, 4096), P({64, 64}, Schedule::kPingpong));
+    EXPECT_EQ(pick(128, 6144, 4096), P({128, 64}, Schedule::kCooperative));
     EXPECT_EQ(pick(128, 10240, 8192), P({128, 128}, Schedule::kCooperative));
     EXPECT_EQ(pick(1024, 4096, 4096), P({128, 128}, Schedule::kPingpong));
     EXPECT_EQ(pick(4096, 4096, 4096), P({128, 128}, Schedule::kPingpong));
