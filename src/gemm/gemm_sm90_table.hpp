@@ -114,8 +114,8 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 // Within a problem's group (operands, out, layouts, scaling) the kernel is chosen by shape, from
 // the measured sweep in docs/perf-notes.md ("GEMM", H200):
 //
-//   M <= 256 and a ping-pong 64x64 kernel exists (2x1 clusters), its CTAs fill the SMs in even
-//       waves (at most one wave, or a last wave >= 75 % full) or M <= 64, and not (at most half
+//   M <= 256 and a ping-pong 64x64 kernel exists (2x1 clusters), its CTAs fill the SMs in one
+//       wave (or two, the second >= 75 % full, at K <= 8192) or M <= 64, and not (at most half
 //       the SMs busy and K >= 8192)
 //       -> ping-pong 64x64, data-parallel
 //   M <= 128, N <= 6144 and a cooperative 128x64 kernel exists
@@ -234,16 +234,18 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   if (tiny != nullptr && m <= 256) {
     // Small M: 64x64 tiles give 128x64's CTA count at half the rows (M = 128, N = 4096: 128 CTAs
     // instead of 64, cuBLAS's choice too), and 2x1 clusters read each B tile once per pair. The
-    // grid has no split-K, so it wins where its CTAs fill the SMs in even waves (H100, graph
-    // time, vs the rules below: 128x4096x4096 20.2 -> 16.6 us, 128x4096x14336 52.0 -> 46.8,
-    // 128x28672x4096 92.9 -> 90.8, 256x4096x4096 27.0 -> 24.1) and loses on a ragged second or
-    // third wave (128x6144x4096, 192 CTAs: 23.8 -> 25.3; 128x10240x8192, 320: 66.0 -> 70.9).
-    // At M <= 64 it wins at every shape measured (the 128-row tiles run half empty there:
-    // 64x4096x4096 30.0 -> 18.4, 16x6144x4096 35.1 -> 29.9). Few CTAs with a long K stay on
-    // the split-K rule below.
+    // grid has no split-K and little operand reuse, so it wins where its CTAs fill the SMs in one
+    // wave or two even ones at moderate K (H100, graph time, against the rules below:
+    // 128x4096x4096 20.2 -> 16.6 us, 128x4096x14336 52.0 -> 46.8, 256x4096x4096 26.6-26.9 ->
+    // 24.0-24.7) and loses on ragged waves (128x6144x4096, 192 CTAs: 23.8 -> 25.3), on many
+    // waves (128x28672x4096, 896 CTAs: x @ w 91.8 -> 95.1, x @ w.t() even) and at long K
+    // (128x8192x28672, 256 CTAs: 179.7 -> 185.0 against 128x128 split-K 2). At M <= 64 it wins
+    // at every shape measured (128-row tiles run half empty there: 64x4096x4096 30.0 -> 18.4,
+    // 16x6144x4096 35.1 -> 29.9). Few CTAs with a long K stay on the split-K rule below.
     const int64_t ctas = ceil_div(ceil_div(m, 64), 2) * 2 * ceil_div(n, 64) * batch;
     const int64_t last = ctas % sms;
-    const bool even_waves = ctas <= sms || last == 0 || 4 * last >= 3 * sms;
+    const bool even_waves =
+        ctas <= sms || (ctas <= 2 * sms && 4 * last >= 3 * sms && kdim <= 8192);
     const bool few_long_k = 2 * ctas <= sms && kdim >= 8192;
     if (!few_long_k && (even_waves || m <= 64)) return plan_for(*tiny, m, n, kdim, batch, sm_count);
   }

@@ -26,8 +26,8 @@ constexpr int kSms = 132;
 
 Plan bf16(int64_t m, int64_t n, int64_t k) { return choose_plan(kBf16Group, 4, m, n, k, 1, kSms); }
 
-// The 64x64 ping-pong row (2x1 clusters) at small M, where its CTAs fill the SMs in even waves.
-TEST(GemmPlan, SmallMUsesPingpong64x64WhereItsWavesAreEven) {
+// The 64x64 ping-pong row (2x1 clusters) at small M, where its CTAs fill the SMs in one or two waves.
+TEST(GemmPlan, SmallMUsesPingpong64x64WhereItsWavesFillTheSMs) {
   constexpr KernelSpec tiny = spec("pp_64x64", 64, 64, Schedule::kPingpong, false);
   const KernelSpec* group[] = {&kBig, &kSmall, &kNarrow, &kPingpong, &tiny};
   auto pick = [&](int64_t m, int64_t n, int64_t k) {
@@ -38,11 +38,13 @@ TEST(GemmPlan, SmallMUsesPingpong64x64WhereItsWavesAreEven) {
   EXPECT_EQ(pick(128, 4096, 4096).decomposition, Decomposition::kDataParallel);
   EXPECT_EQ(pick(100, 4096, 4096).kernel, &tiny);
   EXPECT_EQ(pick(128, 4096, 14336).kernel, &tiny);  // 128 CTAs: no split-K needed
-  // last wave >= 75 % full: 896 CTAs (104 of 132 in the last), 256 (124)
-  EXPECT_EQ(pick(128, 28672, 4096).kernel, &tiny);
+  // two waves, the second >= 75 % full (256 CTAs: 124 of 132), at K <= 8192
   EXPECT_EQ(pick(256, 4096, 4096).kernel, &tiny);
-  EXPECT_EQ(pick(128, 8192, 28672).kernel, &tiny);
-  // ragged: 192 CTAs (60 in the last wave), 320 (56): the older rules
+  // the same at long K, many waves (896 CTAs), ragged waves (192: 60 in the last; 320: 56):
+  // the older rules
+  EXPECT_EQ(pick(128, 8192, 28672).kernel, &kSmall);
+  EXPECT_EQ(pick(128, 8192, 28672).decomposition, Decomposition::kSplitK);
+  EXPECT_EQ(pick(128, 28672, 4096).kernel, &kSmall);
   EXPECT_EQ(pick(128, 6144, 4096).kernel, &kNarrow);
   EXPECT_EQ(pick(128, 10240, 8192).kernel, &kSmall);
   // M <= 64 (the cluster's second row tile is empty): always, however ragged
