@@ -30,6 +30,8 @@ set(DEEPWELL_CUDA_SOURCES
   src/gemm/gemm_inst_bf16_kk_bf16_128x64.cu
   src/gemm/gemm_inst_bf16_kk_bf16_pp_128x128.cu
   src/gemm/gemm_inst_bf16_kk_bf16_pp_64x64.cu
+  src/gemm/gemm_inst_bf16_kk_bf16_pp_64x96.cu
+  src/gemm/gemm_inst_bf16_kk_bf16_pp_64x160.cu
   src/gemm/gemm_inst_bf16_kn_bf16_128x256.cu
   src/gemm/gemm_inst_bf16_kn_bf16_128x128.cu
   src/gemm/gemm_inst_bf16_kn_bf16_128x64.cu
@@ -74,7 +76,7 @@ set(DEEPWELL_CUDA_SOURCES
 # extended shape list (76k more header lines, ~30 s more per file, so only where it is needed);
 # without it they would silently pick 64x16 atoms (five per k-step).
 set_source_files_properties(src/attention/fwd_sm90_inst_bf16_d256_long.cu
-  src/attention/fwd_sm90_inst_f16_d256_long.cu
+  src/attention/fwd_sm90_inst_f16_d256_long.cu src/gemm/gemm_inst_bf16_kk_bf16_pp_64x160.cu
   PROPERTIES COMPILE_DEFINITIONS CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED)
 
 # The host side of a GEMM instance only fills kernel arguments: compiling it at -O1 instead of -O3

@@ -56,6 +56,8 @@ struct KernelSpec {
   X(bf16_kk_bf16_128x64,   kBF16,       kBF16, true,     true,     kNone,     128,  64,  64, 1, 1, kCooperative, true)  \
   X(bf16_kk_bf16_pp_128x128, kBF16,     kBF16, true,     true,     kNone,     128, 128,  64, 2, 1, kPingpong,    false) \
   X(bf16_kk_bf16_pp_64x64, kBF16,       kBF16, true,     true,     kNone,      64,  64,  64, 2, 1, kPingpong,    false) \
+  X(bf16_kk_bf16_pp_64x96, kBF16,       kBF16, true,     true,     kNone,      64,  96,  64, 2, 1, kPingpong,    false) \
+  X(bf16_kk_bf16_pp_64x160, kBF16,      kBF16, true,     true,     kNone,      64, 160,  64, 2, 1, kPingpong,    false) \
   X(bf16_kn_bf16_128x256,  kBF16,       kBF16, true,     false,    kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
   X(bf16_kn_bf16_128x128,  kBF16,       kBF16, true,     false,    kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
   X(bf16_kn_bf16_128x64,   kBF16,       kBF16, true,     false,    kNone,     128,  64,  64, 1, 1, kCooperative, true)  \
@@ -114,10 +116,11 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 // Within a problem's group (operands, out, layouts, scaling) the kernel is chosen by shape, from
 // the measured sweep in docs/perf-notes.md ("GEMM", H200):
 //
-//   M <= 256 and a ping-pong 64x64 kernel exists (2x1 clusters), its CTAs fill the SMs in one
+//   M <= 256 and a ping-pong 64xN kernel exists (2x1 clusters; of several, the one with the fewest
+//       waves x N), its CTAs fill the SMs in one
 //       wave (or two, the second >= 75 % full, at K <= 8192) or M <= 64, and not (at most half
 //       the SMs busy and K >= 8192)
-//       -> ping-pong 64x64, data-parallel
+//       -> that ping-pong 64xN kernel, data-parallel
 //   M <= 128, N <= 6144 and a cooperative 128x64 kernel exists
 //       -> 128x64 (four times the CTAs of 128x256); split-K 2 when K >= 8192 and 2 T <= S, else
 //          data-parallel
@@ -215,7 +218,11 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   const KernelSpec* small = nullptr;     // cooperative 128x128 with the stream-K scheduler
   const KernelSpec* pingpong = nullptr;  // ping-pong 128x128
   const KernelSpec* narrow = nullptr;    // cooperative 128x64 with the stream-K scheduler
-  const KernelSpec* tiny = nullptr;      // ping-pong 64x64 in 2x1 clusters
+  const KernelSpec* tiny = nullptr;      // ping-pong 64xN in 2x1 clusters (N = 64, 96, 160)
+  // CTAs of a 64-row tile in 2x1 clusters (M tiles padded to pairs)
+  auto tiny_ctas = [&](const KernelSpec& k) {
+    return ceil_div(ceil_div(m, 64), 2) * 2 * ceil_div(n, k.tile_n) * batch;
+  };
   for (size_t i = 0; i < count; ++i) {
     const KernelSpec* k = cands[i];
     if (k->schedule == Schedule::kFp8Promoted) continue;
@@ -229,11 +236,23 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     if (k->tile_m == 128 && k->tile_n == 128 && k->schedule == Schedule::kPingpong) pingpong = k;
     if (k->tile_m == 128 && k->tile_n == 64 && k->stream_k && k->schedule == Schedule::kCooperative)
       narrow = k;
-    if (k->tile_m == 64 && k->tile_n == 64 && k->schedule == Schedule::kPingpong) tiny = k;
+    if (k->tile_m == 64 && k->schedule == Schedule::kPingpong) {
+      // the 64-row tile with the fewest wave-columns (waves x tile width; a tie keeps the
+      // narrower tile): 128x6144 takes 64x96 (128 CTAs), 128x10240 64x160 (128 CTAs)
+      auto wave_columns = [&](const KernelSpec& t) { return ceil_div(tiny_ctas(t), sms) * t.tile_n; };
+      if (tiny == nullptr || wave_columns(*k) < wave_columns(*tiny) ||
+          (wave_columns(*k) == wave_columns(*tiny) && k->tile_n < tiny->tile_n)) {
+        tiny = k;
+      }
+    }
   }
   if (tiny != nullptr && m <= 256) {
     // Small M: 64x64 tiles give 128x64's CTA count at half the rows (M = 128, N = 4096: 128 CTAs
-    // instead of 64, cuBLAS's choice too), and 2x1 clusters read each B tile once per pair. The
+    // instead of 64, cuBLAS's choice too), and 2x1 clusters read each B tile once per pair; bf16
+    // x @ w.t() also has 64x96 and 64x160 tiles for N that 64 columns split into a ragged second
+    // wave (128x6144x4096 23.8 -> 23.4 us, 128x10240x8192 66.7 -> 64.1, 64x6144x4096 28.2 ->
+    // 23.5, 16x6144x4096 30.3 -> 22.8; wider tiles lose where 64x64 fits: 128x4096x4096 16.5 ->
+    // 17.4 / 21.1). The
     // grid has no split-K and little operand reuse, so it wins where its CTAs fill the SMs in one
     // wave or two even ones at moderate K (H100, graph time, against the rules below:
     // 128x4096x4096 20.2 -> 16.6 us, 128x4096x14336 52.0 -> 46.8, 256x4096x4096 26.6-26.9 ->
@@ -242,7 +261,7 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     // (128x8192x28672, 256 CTAs: 179.7 -> 185.0 against 128x128 split-K 2). At M <= 64 it wins
     // at every shape measured (128-row tiles run half empty there: 64x4096x4096 30.0 -> 18.4,
     // 16x6144x4096 35.1 -> 29.9). Few CTAs with a long K stay on the split-K rule below.
-    const int64_t ctas = ceil_div(ceil_div(m, 64), 2) * 2 * ceil_div(n, 64) * batch;
+    const int64_t ctas = tiny_ctas(*tiny);
     const int64_t last = ctas % sms;
     const bool even_waves =
         ctas <= sms || (ctas <= 2 * sms && 4 * last >= 3 * sms && kdim <= 8192);

@@ -59,6 +59,29 @@ TEST(GemmPlan, SmallMUsesPingpong64x64WhereItsWavesFillTheSMs) {
   EXPECT_EQ(pick(1024, 4096, 4096).kernel, &kPingpong);
 }
 
+// Of several 64-row ping-pong tiles, the one with the fewest wave-columns (waves x width).
+TEST(GemmPlan, SmallMPicksThe64RowTileWithTheFewestWaveColumns) {
+  constexpr KernelSpec t64 = spec("pp_64x64", 64, 64, Schedule::kPingpong, false);
+  constexpr KernelSpec t96 = spec("pp_64x96", 64, 96, Schedule::kPingpong, false);
+  constexpr KernelSpec t160 = spec("pp_64x160", 64, 160, Schedule::kPingpong, false);
+  const KernelSpec* group[] = {&kBig, &kSmall, &kNarrow, &kPingpong, &t64, &t96, &t160};
+  auto pick = [&](int64_t m, int64_t n, int64_t k) {
+    return choose_plan(group, 7, m, n, k, 1, kSms).kernel;
+  };
+  EXPECT_EQ(pick(128, 4096, 4096), &t64);     // 1 x 64 against 1 x 96 (86 CTAs), 1 x 160
+  EXPECT_EQ(pick(128, 3072, 4096), &t64);
+  EXPECT_EQ(pick(128, 6144, 4096), &t96);     // 2 x 64 against 1 x 96 (128 CTAs)
+  EXPECT_EQ(pick(16, 6144, 4096), &t96);
+  EXPECT_EQ(pick(128, 10240, 8192), &t160);   // 3 x 64, 2 x 96, 1 x 160 (128 CTAs)
+  EXPECT_EQ(pick(128, 4096, 14336), &t64);
+  // the chosen tile still has to fill the SMs: 896 CTAs of 64x64 (7 x 64 wave-columns, the
+  // fewest) at 128x28672 -> the 128x128 rule; 256 at long K -> 128x128 split-K
+  EXPECT_EQ(pick(128, 28672, 4096), &kSmall);
+  EXPECT_EQ(pick(128, 8192, 28672), &kSmall);
+  // the tie at 256x6144 (3 x 64 = 2 x 96) keeps 64x64, whose 384 CTAs then fail the fill rule
+  EXPECT_EQ(pick(256, 6144, 4096), &kSmall);
+}
+
 TEST(GemmPlan, SmallMAndNUses128x64) {
   Plan p = bf16(128, 6144, 4096);  // 96 tiles: data-parallel
   EXPECT_EQ(p.kernel, &kNarrow);
@@ -228,8 +251,9 @@ constexpr KernelSpec kTableRows[] = {DW_SM90_GEMM_KERNELS(DW_TEST_ROW)};
 
 // Every 16-bit group of the compiled table (bf16 / fp16, x @ w.t() and x @ w, same-type output)
 // holds the same five rows, so the shape rules make the same choice for each: 128x256, 128x128
-// and 128x64 cooperative with stream-K, and the 128x128 and 64x64 ping-pong rows.
-TEST(GemmPlan, Every16BitGroupHasTheSameFiveTiles) {
+// and 128x64 cooperative with stream-K, and the 128x128 and 64x64 ping-pong rows; bf16 x @ w.t()
+// also has 64x96 and 64x160 ping-pong rows.
+TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
   struct Group {
     Operands ops;
     DType out;
@@ -237,6 +261,7 @@ TEST(GemmPlan, Every16BitGroupHasTheSameFiveTiles) {
   };
   for (Group g : {Group{Operands::kBF16, DType::kBF16, true}, Group{Operands::kBF16, DType::kBF16, false},
                   Group{Operands::kF16, DType::kF16, true}, Group{Operands::kF16, DType::kF16, false}}) {
+    const bool wide_tiny = g.ops == Operands::kBF16 && g.b_k_major;
     std::array<const KernelSpec*, 8> group{};
     size_t count = 0;
     for (const KernelSpec& k : kTableRows) {
@@ -246,15 +271,17 @@ TEST(GemmPlan, Every16BitGroupHasTheSameFiveTiles) {
       }
     }
     SCOPED_TRACE(std::string(group[0] != nullptr ? group[0]->name : "empty group"));
-    ASSERT_EQ(count, 5u);
+    ASSERT_EQ(count, wide_tiny ? 7u : 5u);
     auto pick = [&](int64_t m, int64_t n, int64_t k) {
       const KernelSpec* s = choose_plan(group.data(), count, m, n, k, 1, kSms).kernel;
       return std::make_pair(std::make_pair(s->tile_m, s->tile_n), s->schedule);
     };
     using P = std::pair<std::pair<int, int>, Schedule>;
     EXPECT_EQ(pick(128, 4096, 4096), P({64, 64}, Schedule::kPingpong));
-    EXPECT_EQ(pick(128, 6144, 4096), P({128, 64}, Schedule::kCooperative));
-    EXPECT_EQ(pick(128, 10240, 8192), P({128, 128}, Schedule::kCooperative));
+    EXPECT_EQ(pick(128, 6144, 4096),
+              wide_tiny ? P({64, 96}, Schedule::kPingpong) : P({128, 64}, Schedule::kCooperative));
+    EXPECT_EQ(pick(128, 10240, 8192),
+              wide_tiny ? P({64, 160}, Schedule::kPingpong) : P({128, 128}, Schedule::kCooperative));
     EXPECT_EQ(pick(1024, 4096, 4096), P({128, 128}, Schedule::kPingpong));
     EXPECT_EQ(pick(4096, 4096, 4096), P({128, 128}, Schedule::kPingpong));
     EXPECT_EQ(pick(8192, 8192, 8192), P({128, 256}, Schedule::kCooperative));
