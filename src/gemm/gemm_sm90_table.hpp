@@ -116,10 +116,9 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 // Within a problem's group (operands, out, layouts, scaling) the kernel is chosen by shape, from
 // the measured sweep in docs/perf-notes.md ("GEMM", H200):
 //
-//   M <= 256 and a ping-pong 64xN kernel exists (2x1 clusters; of several, the one with the fewest
-//       waves x N), its CTAs fill the SMs in one
-//       wave (or two, the second >= 75 % full, at K <= 8192) or M <= 64, and not (at most half
-//       the SMs busy and K >= 8192)
+//   M <= 256 and a ping-pong 64xN kernel exists (2x1 clusters; of several, the one with the
+//       fewest waves x N), its CTAs fill the SMs in one wave (or two, the second >= 75 % full, at
+//       K <= 8192) or M <= 64, and not (at most half the SMs busy and K >= 8192)
 //       -> that ping-pong 64xN kernel, data-parallel
 //   M <= 128, N <= 6144 and a cooperative 128x64 kernel exists
 //       -> 128x64 (four times the CTAs of 128x256); split-K 2 when K >= 8192 and 2 T <= S, else
@@ -239,7 +238,9 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     if (k->tile_m == 64 && k->schedule == Schedule::kPingpong) {
       // the 64-row tile with the fewest wave-columns (waves x tile width; a tie keeps the
       // narrower tile): 128x6144 takes 64x96 (128 CTAs), 128x10240 64x160 (128 CTAs)
-      auto wave_columns = [&](const KernelSpec& t) { return ceil_div(tiny_ctas(t), sms) * t.tile_n; };
+      auto wave_columns = [&](const KernelSpec& t) {
+        return ceil_div(tiny_ctas(t), sms) * t.tile_n;
+      };
       if (tiny == nullptr || wave_columns(*k) < wave_columns(*tiny) ||
           (wave_columns(*k) == wave_columns(*tiny) && k->tile_n < tiny->tile_n)) {
         tiny = k;
@@ -248,11 +249,7 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   }
   if (tiny != nullptr && m <= 256) {
     // Small M: 64x64 tiles give 128x64's CTA count at half the rows (M = 128, N = 4096: 128 CTAs
-    // instead of 64, cuBLAS's choice too), and 2x1 clusters read each B tile once per pair; bf16
-    // x @ w.t() also has 64x96 and 64x160 tiles for N that 64 columns split into a ragged second
-    // wave (128x6144x4096 23.8 -> 23.4 us, 128x10240x8192 66.7 -> 64.1, 64x6144x4096 28.2 ->
-    // 23.5, 16x6144x4096 30.3 -> 22.8; wider tiles lose where 64x64 fits: 128x4096x4096 16.5 ->
-    // 17.4 / 21.1). The
+    // instead of 64, cuBLAS's choice too), and 2x1 clusters read each B tile once per pair. The
     // grid has no split-K and little operand reuse, so it wins where its CTAs fill the SMs in one
     // wave or two even ones at moderate K (H100, graph time, against the rules below:
     // 128x4096x4096 20.2 -> 16.6 us, 128x4096x14336 52.0 -> 46.8, 256x4096x4096 26.6-26.9 ->
@@ -261,6 +258,10 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     // (128x8192x28672, 256 CTAs: 179.7 -> 185.0 against 128x128 split-K 2). At M <= 64 it wins
     // at every shape measured (128-row tiles run half empty there: 64x4096x4096 30.0 -> 18.4,
     // 16x6144x4096 35.1 -> 29.9). Few CTAs with a long K stay on the split-K rule below.
+    // bf16 x @ w.t() also has 64x96 and 64x160 tiles, for N that 64 columns split into a ragged
+    // second wave: 128x6144x4096 23.8 -> 23.4 us, 128x10240x8192 66.7 -> 64.1, 64x6144x4096
+    // 28.2 -> 23.5, 16x6144x4096 30.3 -> 22.8 (where 64x64 fits they lose: 128x4096x4096 16.5 ->
+    // 17.4 / 21.1).
     const int64_t ctas = tiny_ctas(*tiny);
     const int64_t last = ctas % sms;
     const bool even_waves =

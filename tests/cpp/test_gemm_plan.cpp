@@ -26,7 +26,8 @@ constexpr int kSms = 132;
 
 Plan bf16(int64_t m, int64_t n, int64_t k) { return choose_plan(kBf16Group, 4, m, n, k, 1, kSms); }
 
-// The 64x64 ping-pong row (2x1 clusters) at small M, where its CTAs fill the SMs in one or two waves.
+// The 64x64 ping-pong row (2x1 clusters) at small M, where its CTAs fill the SMs in one or two
+// waves.
 TEST(GemmPlan, SmallMUsesPingpong64x64WhereItsWavesFillTheSMs) {
   constexpr KernelSpec tiny = spec("pp_64x64", 64, 64, Schedule::kPingpong, false);
   const KernelSpec* group[] = {&kBig, &kSmall, &kNarrow, &kPingpong, &tiny};
@@ -259,8 +260,10 @@ TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
     DType out;
     bool b_k_major;
   };
-  for (Group g : {Group{Operands::kBF16, DType::kBF16, true}, Group{Operands::kBF16, DType::kBF16, false},
-                  Group{Operands::kF16, DType::kF16, true}, Group{Operands::kF16, DType::kF16, false}}) {
+  for (Group g : {Group{Operands::kBF16, DType::kBF16, true},
+                  Group{Operands::kBF16, DType::kBF16, false},
+                  Group{Operands::kF16, DType::kF16, true},
+                  Group{Operands::kF16, DType::kF16, false}}) {
     const bool wide_tiny = g.ops == Operands::kBF16 && g.b_k_major;
     std::array<const KernelSpec*, 8> group{};
     size_t count = 0;
@@ -280,8 +283,8 @@ TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
     EXPECT_EQ(pick(128, 4096, 4096), P({64, 64}, Schedule::kPingpong));
     EXPECT_EQ(pick(128, 6144, 4096),
               wide_tiny ? P({64, 96}, Schedule::kPingpong) : P({128, 64}, Schedule::kCooperative));
-    EXPECT_EQ(pick(128, 10240, 8192),
-              wide_tiny ? P({64, 160}, Schedule::kPingpong) : P({128, 128}, Schedule::kCooperative));
+    EXPECT_EQ(pick(128, 10240, 8192), wide_tiny ? P({64, 160}, Schedule::kPingpong)
+                                                : P({128, 128}, Schedule::kCooperative));
     EXPECT_EQ(pick(1024, 4096, 4096), P({128, 128}, Schedule::kPingpong));
     EXPECT_EQ(pick(4096, 4096, 4096), P({128, 128}, Schedule::kPingpong));
     EXPECT_EQ(pick(8192, 8192, 8192), P({128, 256}, Schedule::kCooperative));
