@@ -218,9 +218,13 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   const KernelSpec* pingpong = nullptr;  // ping-pong 128x128
   const KernelSpec* narrow = nullptr;    // cooperative 128x64 with the stream-K scheduler
   const KernelSpec* tiny = nullptr;      // ping-pong 64xN in 2x1 clusters (N = 64, 96, 160)
-  // CTAs of a 64-row tile in 2x1 clusters (M tiles padded to pairs)
+  // CTAs of a 64-row tile in 2x1 clusters (M tiles padded to pairs), and its wave-columns
+  // (waves x tile width: the grid's time for a fixed tile height and K)
   auto tiny_ctas = [&](const KernelSpec& k) {
     return ceil_div(ceil_div(m, 64), 2) * 2 * ceil_div(n, k.tile_n) * batch;
+  };
+  auto tiny_wave_columns = [&](const KernelSpec& k) {
+    return ceil_div(tiny_ctas(k), sms) * k.tile_n;
   };
   for (size_t i = 0; i < count; ++i) {
     const KernelSpec* k = cands[i];
@@ -235,16 +239,12 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     if (k->tile_m == 128 && k->tile_n == 128 && k->schedule == Schedule::kPingpong) pingpong = k;
     if (k->tile_m == 128 && k->tile_n == 64 && k->stream_k && k->schedule == Schedule::kCooperative)
       narrow = k;
-    if (k->tile_m == 64 && k->schedule == Schedule::kPingpong) {
-      // the 64-row tile with the fewest wave-columns (waves x tile width; a tie keeps the
-      // narrower tile): 128x6144 takes 64x96 (128 CTAs), 128x10240 64x160 (128 CTAs)
-      auto wave_columns = [&](const KernelSpec& t) {
-        return ceil_div(tiny_ctas(t), sms) * t.tile_n;
-      };
-      if (tiny == nullptr || wave_columns(*k) < wave_columns(*tiny) ||
-          (wave_columns(*k) == wave_columns(*tiny) && k->tile_n < tiny->tile_n)) {
-        tiny = k;
-      }
+    // the 64-row tile with the fewest wave-columns (a tie keeps the narrower tile): 128x6144
+    // takes 64x96 (128 CTAs), 128x10240 64x160 (128 CTAs)
+    if (k->tile_m == 64 && k->schedule == Schedule::kPingpong &&
+        (tiny == nullptr || tiny_wave_columns(*k) < tiny_wave_columns(*tiny) ||
+         (tiny_wave_columns(*k) == tiny_wave_columns(*tiny) && k->tile_n < tiny->tile_n))) {
+      tiny = k;
     }
   }
   if (tiny != nullptr && m <= 256) {
