@@ -12,6 +12,8 @@ using namespace deepwell::matmul::sm90;
 
 namespace {
 
+// The table's rows without launch functions. Kept here, like same_group below, rather than shared
+// with the table header: this file must also compile against older revisions of that header.
 #define DW_DUMP_ROW(name, ops, out, ak, bk, sc, tm, tn, tk, cm, cn, sched, sk)                      \
   KernelSpec{#name, Operands::ops, DType::out, ak, bk, Scaling::sc, tm, tn, tk, cm, cn,             \
              Schedule::sched, sk, nullptr, nullptr},
