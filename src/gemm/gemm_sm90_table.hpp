@@ -126,8 +126,9 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 //   M <= 256 (one or two 128-row tiles) and a cooperative 128x128 kernel smaller than the largest
 //       -> 128x128 (twice the CTAs of 128x256 over a weight-bandwidth-bound problem);
 //          split-K over min(S / T, K tiles / 4, 3) when that is >= 2, else data-parallel
-//   otherwise a ping-pong kernel exists, T(largest tile) < 4 S and K <= 8192
-//       -> ping-pong 128x128, data-parallel (mid-size problems: M ~ 1k-4k, K <= 8k)
+//   otherwise a ping-pong kernel exists, and T(largest tile) < 4 S with K <= 8192, or K <= 4096
+//       with M N batch <= 2^26 (2^27 where M <= 4096 or N <= 8192)
+//       -> ping-pong 128x128, data-parallel, tiles along N in strips of 4 tile rows
 //   otherwise the largest tile, with the decomposition below; swizzle 2 when N > 8192, M >= 4096
 //   fp8 groups with deepwell's own main loop (Schedule::kFp8Promoted; e4m3 x e4m3 and e4m3 x e5m2
 //       tensor / row scaling): that kernel wherever the CUTLASS kernel's plan is data-parallel (it has no
@@ -288,10 +289,21 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   // the epilogue is a large share of a tile (short K) and where 128x256 tiles leave partial
   // waves; at M*N beyond 2^26 outputs or K >= 8192 the 128x256 tile's operand reuse wins
   // (H100: 8192x4096x4096 673 vs 607 TFLOP/s, 16384x14336x4096 602 vs 626, 8192^3 600 vs 656).
-  const bool short_k_mid_size = kdim <= 4096 && m * n * batch <= (int64_t{1} << 26);
+  // Its tiles run along N in strips of 4 tile rows (session 18, H100, x torch.matmul, against the
+  // heuristic order: 2048x4096x4096 0.92 -> 0.99, 4096x6144x4096 0.98-0.99 -> 1.01, 16384x6144
+  // x4096 0.94-0.97 -> 0.99), which carries it to 2^27 outputs where M <= 4096 or N <= 8192:
+  // 16384x6144x4096 0.90 on 128x256 -> 0.99, 4096x28672x4096 0.91 -> 1.00-1.01 (but 8192x14336
+  // x4096 0.90 -> 0.84, and 16384x28672x4096, 2^28.8, 0.92 -> 0.87: those stay on 128x256).
+  const int64_t outputs = m * n * batch;
+  const bool short_k_mid_size =
+      kdim <= 4096 && (outputs <= (int64_t{1} << 26) ||
+                       (outputs <= (int64_t{1} << 27) && (m <= 4096 || n <= 8192)));
   if (pingpong != nullptr && pingpong != largest &&
       ((tiles < 4 * sms && kdim <= 8192) || short_k_mid_size)) {
-    return plan_for(*pingpong, m, n, kdim, batch, sm_count);
+    Plan p = plan_for(*pingpong, m, n, kdim, batch, sm_count);
+    p.raster = 2;  // along N
+    p.swizzle = 4;
+    return p;
   }
   Plan p = plan_for(*largest, m, n, kdim, batch, sm_count);
   // deepwell's fp8 main loop replaces the CUTLASS kernel wherever that one would run

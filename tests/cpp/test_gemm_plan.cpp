@@ -125,12 +125,29 @@ TEST(GemmPlan, MidSizeUsesPingpong) {
   EXPECT_EQ(bf16(8192, 4096, 4096).kernel, &kPingpong);
   EXPECT_EQ(bf16(16384, 4096, 4096).kernel, &kPingpong);
   EXPECT_EQ(bf16(4096, 14336, 4096).kernel, &kPingpong);
-  EXPECT_EQ(bf16(16384, 14336, 4096).kernel, &kBig);  // beyond 2^26 outputs
+  // up to 2^27 where M <= 4096 or N <= 8192
+  EXPECT_EQ(bf16(16384, 6144, 4096).kernel, &kPingpong);
+  EXPECT_EQ(bf16(4096, 28672, 4096).kernel, &kPingpong);
+  EXPECT_EQ(bf16(16384, 8192, 4096).kernel, &kPingpong);  // exactly 2^27
+  EXPECT_EQ(bf16(8192, 14336, 4096).kernel, &kBig);       // M > 4096 and N > 8192
+  EXPECT_EQ(bf16(16384, 8193, 4096).kernel, &kBig);       // beyond 2^27 outputs
+  EXPECT_EQ(bf16(4096, 32769, 4096).kernel, &kBig);
+  EXPECT_EQ(bf16(16384, 14336, 4096).kernel, &kBig);
+  EXPECT_EQ(bf16(4096, 28672, 4097).kernel, &kBig);  // K > 4096
   EXPECT_EQ(bf16(8192, 8192, 8192).kernel, &kBig);    // K = 8192
   // long K stays on the large tile: 128 tiles < 132 SMs, one split -> data-parallel
   Plan p = bf16(1024, 4096, 14336);
   EXPECT_EQ(p.kernel, &kBig);
   EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
+}
+
+TEST(GemmPlan, PingpongRunsAlongNInStripsOfFourTileRows) {
+  for (const Plan& p : {bf16(1024, 4096, 4096), bf16(16384, 6144, 4096), bf16(1024, 10240, 8192)}) {
+    EXPECT_EQ(p.kernel, &kPingpong);
+    EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
+    EXPECT_EQ(p.raster, 2);
+    EXPECT_EQ(p.swizzle, 4);
+  }
 }
 
 TEST(GemmPlan, LargeUses128x256SwizzledForWideN) {

@@ -104,6 +104,21 @@ def test_against_torch_and_cpu_reference(b_layout):
     assert rel_l2(out.cpu(), cpu) <= 1e-2
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("w_layout", ["nk", "kn"])
+@pytest.mark.parametrize("batch,m,n,k", [(1, 1000, 4100, 1000), (1, 4097, 5000, 264),
+                                         (3, 1000, 1160, 264)])
+def test_pingpong_tile_order_partial_strips(batch, m, n, k, w_layout, dtype):
+    """Mid-size problems run the ping-pong 128x128 kernel with its tiles along N in strips of 4
+    tile rows (2x1 clusters): M and N that leave partial tiles, partial clusters and partial strips
+    (the scheduler rounds its grid up) and batches still get every element written once."""
+    a = randn((batch, m, k), dtype)
+    b = randn((batch, k, n), dtype, col_major=w_layout == "nk")
+    out = nan_out((batch, m, n), dtype)
+    deepwell.gemm(a, b, out=out)
+    assert rel_l2(out, reference(a, b)) <= tol(dtype)
+
+
 @pytest.mark.parametrize("m", [1, 7, 1000, 4097])
 @pytest.mark.parametrize("n", [1, 7, 1000, 4097])
 def test_odd_shapes(m, n):
