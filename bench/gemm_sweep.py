@@ -1,4 +1,4 @@
-"""GEMM plan sweep: forced kernel plans of deepwell.gemm against torch.matmul, bf16 x @ w.t().
+"""GEMM plan sweep: forced kernel plans of deepwell.gemm against torch.matmul (16-bit operands).
 
 The kernel table reads DEEPWELL_GEMM_FORCE once per process (src/gemm/gemm_tuning.hpp), so each
 plan runs in its own child process, which times every shape with torch.matmul interleaved
@@ -8,13 +8,15 @@ against torch's (relative L2 <= 1e-2). A plan the shape cannot run falls back to
 choice (the tuning rule), so read a row's ratio next to the "default" row's.
 
     PYTHONPATH=build/python python3 bench/gemm_sweep.py --shapes 16384x6144x4096,4096x28672x4096 \\
-        --plan default: --plan pp:bf16_kk_bf16_pp_128x128 --plan coop_sw2:bf16_kk_bf16_128x256,dp,1,h,2
+        --plan default: --plan pp:bf16_kk_bf16_pp_128x128 \\
+        --plan coop_sw2:bf16_kk_bf16_128x256,dp,1,h,2
 
---plan NAME:SPEC, SPEC as DEEPWELL_GEMM_FORCE (kernel[,dp|splitk|streamk[,splits[,h|m|n[,swizzle]]]]),
-empty for the table's plans. --dtype f16 and --layout kn (x @ w with w stored (K, N)) pick the
-other 16-bit groups. --cublas also lists the cuBLAS kernels torch.matmul runs (torch.profiler, in
-a process of its own: ratios timed after a profiler session in the same process were off by
-up to 15 %).
+--plan NAME:SPEC, SPEC as DEEPWELL_GEMM_FORCE
+(kernel[,dp|splitk|streamk[,splits[,h|m|n[,swizzle]]]]), empty for the table's plans. --dtype f16
+and --layout kn (x @ w with w stored (K, N)) pick the other 16-bit groups (default: bf16
+x @ w.t()). --cublas also lists the cuBLAS kernels torch.matmul runs (torch.profiler, in a
+process of its own: timings taken after a profiler session in the same process were off by up
+to 25 %).
 Prints one line per shape and plan: µs, TFLOP/s, the ratio to torch.matmul; a summary table last.
 """
 from __future__ import annotations
@@ -39,38 +41,42 @@ def operands(M: int, N: int, K: int, dtype, layout: str):
     return x, (torch.randn(N, K, device="cuda", dtype=dtype) * K ** -0.5).t()
 
 
-def child(shapes, reps: int, dtype_name: str, layout: str, cublas: bool) -> None:
+def cublas_names(shapes, dtype, layout: str) -> None:
+    """The CUDA kernels one torch.matmul call runs at each shape (no timing: see the docstring)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    for M, N, K in shapes:
+        args = operands(M, N, K, dtype, layout)
+        torch.matmul(*args)
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            torch.matmul(*args)
+            torch.cuda.synchronize()
+        names = sorted({e.key for e in prof.key_averages()
+                        if getattr(e.device_type, "name", "") == "CUDA"})
+        print(f"{M}x{N}x{K}: {', '.join(names)}", flush=True)
+
+
+def time_shapes(shapes, reps: int, dtype, layout: str) -> None:
+    """One ROW line (JSON) per shape: deepwell.gemm under this process's plan against torch."""
     import torch
 
+    import common
     import deepwell
     import timing
 
-    dtype = getattr(torch, {"bf16": "bfloat16", "f16": "float16"}[dtype_name])
     timing.configure(min_reps=reps, max_reps=reps)
     for M, N, K in shapes:
-        if cublas:  # names only, no timing (see the module's docstring)
-            from torch.profiler import ProfilerActivity, profile
-
-            args = operands(M, N, K, dtype, layout)
-            torch.matmul(*args)
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                torch.matmul(*args)
-                torch.cuda.synchronize()
-            names = sorted({e.key for e in prof.key_averages()
-                            if getattr(e.device_type, "name", "") == "CUDA"})
-            print(f"{M}x{N}x{K}: {', '.join(names)}", flush=True)
-            continue
         per_set = 2 * (M * K + N * K)
         sets = [operands(M, N, K, dtype, layout)
                 for _ in range(timing.num_sets(per_set, "cuda", cap_bytes=4 << 30, max_sets=16))]
-        ref = torch.matmul(*sets[0]).double()
-        err = ((deepwell.gemm(*sets[0]).double() - ref).norm() / ref.norm()).item()
+        err = common.rel_err(deepwell.gemm(*sets[0]), torch.matmul(*sets[0]).double())
         stats = timing.measure_many({"deepwell": (lambda x, w: deepwell.gemm(x, w), sets),
                                      "torch": (torch.matmul, sets)}, "cuda")
         row = {"shape": f"{M}x{N}x{K}", "err": err, "flops": 2.0 * M * N * K,
                "us": {n: s["median_us"] for n, s in stats.items()}}
         print("ROW " + json.dumps(row), flush=True)
-        del sets, ref
+        del sets
         torch.cuda.empty_cache()
 
 
@@ -87,7 +93,13 @@ def main() -> None:
     args = ap.parse_args()
     shapes = parse_shapes(args.shapes)
     if args.child:
-        child(shapes, args.reps, args.dtype, args.layout, args.cublas)
+        import torch
+
+        dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[args.dtype]
+        if args.cublas:
+            cublas_names(shapes, dtype, args.layout)
+        else:
+            time_shapes(shapes, args.reps, dtype, args.layout)
         return
     plans = [p.partition(":")[::2] for p in (args.plan or ["default:"])]
     base = [sys.executable, __file__, "--child", "--shapes", args.shapes, "--reps", str(args.reps),

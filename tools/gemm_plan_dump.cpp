@@ -41,8 +41,8 @@ std::string group_name(const KernelSpec& k) {
          (k.b_k_major ? "k" : "n") + "." + out + "." + kScaling[static_cast<int>(k.scaling)];
 }
 
-void print_plan(const std::string& name, const KernelSpec* const* group, size_t count, int sms, long m,
-                long n, long k, long batch) {
+void print_plan(const std::string& name, const KernelSpec* const* group, size_t count, int sms,
+                long m, long n, long k, long batch) {
   const Plan p = choose_plan(group, count, m, n, k, batch, sms);
   const std::string kernel = p.kernel ? std::string(p.kernel->name) : "-";
   std::printf("group=%s sms=%d m=%ld n=%ld k=%ld batch=%ld -> %s decomposition=%d splits=%d "
@@ -65,7 +65,8 @@ int dump_shapes(int argc, char** argv) {
     if (group_name(kRows[h]) == wanted) group[count++] = &kRows[h];
   }
   if (count == 0 || sms <= 0) {
-    std::fprintf(stderr, "gemm_plan_dump: no group '%s' in the table, or SMS '%s' is not positive\n",
+    std::fprintf(stderr,
+                 "gemm_plan_dump: no group '%s' in the table, or SMS '%s' is not positive\n",
                  argv[1], argv[2]);
     return 2;
   }
