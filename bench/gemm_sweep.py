@@ -1,11 +1,13 @@
 """GEMM plan sweep: forced kernel plans of deepwell.gemm against torch.matmul (16-bit operands).
 
-The kernel table reads DEEPWELL_GEMM_FORCE once per process (src/gemm/gemm_tuning.hpp), so each
-plan runs in its own child process, which times every shape with torch.matmul interleaved
-(bench/timing.py measure_many: eager calls back to back, inputs rotated past the L2); plans are
-compared through their ratio to torch in the same process. Each plan's output is first checked
-against torch's (relative L2 <= 1e-2). A plan the shape cannot run falls back to the table's own
-choice (the tuning rule), so read a row's ratio next to the "default" row's.
+Every plan runs in this one process, interleaved with torch.matmul call by call (bench/timing.py
+measure_many: eager events back to back in rotating order, inputs rotated past the L2), the plan
+switched before each call through deepwell._C.set_gemm_plan_override (include/deepwell/gemm.hpp).
+Plans are compared through their ratio to torch in the same rounds: across processes the same
+plan's ratio moved by up to 13 % (session 18), within one process by about 1 %. Each plan's
+output is first checked against torch's (relative L2 <= 1e-2). A plan the shape cannot run falls
+back to the table's own choice (the shape rules), so read a row's ratio next to the "default"
+row's. --rounds repeats the interleaved timing (fresh rotation order each round).
 
     PYTHONPATH=build/python python3 bench/gemm_sweep.py --shapes 16384x6144x4096,4096x28672x4096 \\
         --plan default: --plan pp:bf16_kk_bf16_pp_128x128 \\
@@ -17,13 +19,13 @@ and --layout kn (x @ w with w stored (K, N)) pick the other 16-bit groups (defau
 x @ w.t()). --cublas also lists the cuBLAS kernels torch.matmul runs (torch.profiler, in a
 process of its own: timings taken after a profiler session in the same process were off by up
 to 25 %).
-Prints one line per shape and plan: µs, TFLOP/s, the ratio to torch.matmul; a summary table last.
+Prints one line per shape, plan and round: µs, TFLOP/s, the ratio to torch.matmul; a summary
+table (median ratio over the rounds) last.
 """
 from __future__ import annotations
 
 import argparse
-import json
-import os
+import statistics
 import subprocess
 import sys
 
@@ -57,27 +59,59 @@ def cublas_names(shapes, dtype, layout: str) -> None:
         print(f"{M}x{N}x{K}: {', '.join(names)}", flush=True)
 
 
-def time_shapes(shapes, reps: int, dtype, layout: str) -> None:
-    """One ROW line (JSON) per shape: deepwell.gemm under this process's plan against torch."""
+def time_shapes(shapes, plans, reps: int, rounds: int, dtype, layout: str) -> dict:
+    """{shape: {plan: [ratio to torch per round]}}; NaN for a plan whose output is wrong."""
     import torch
 
     import common
     import deepwell
     import timing
+    from deepwell import _C
 
     timing.configure(min_reps=reps, max_reps=reps)
-    for M, N, K in shapes:
-        per_set = 2 * (M * K + N * K)
-        sets = [operands(M, N, K, dtype, layout)
-                for _ in range(timing.num_sets(per_set, "cuda", cap_bytes=4 << 30, max_sets=16))]
-        err = common.rel_err(deepwell.gemm(*sets[0]), torch.matmul(*sets[0]).double())
-        stats = timing.measure_many({"deepwell": (lambda x, w: deepwell.gemm(x, w), sets),
-                                     "torch": (torch.matmul, sets)}, "cuda")
-        row = {"shape": f"{M}x{N}x{K}", "err": err, "flops": 2.0 * M * N * K,
-               "us": {n: s["median_us"] for n, s in stats.items()}}
-        print("ROW " + json.dumps(row), flush=True)
-        del sets
-        torch.cuda.empty_cache()
+    table: dict[str, dict[str, list[float]]] = {}
+
+    def under(spec):
+        def call(x, w):
+            _C.set_gemm_plan_override(spec)
+            return deepwell.gemm(x, w)
+        return call
+
+    try:
+        for M, N, K in shapes:
+            shape = f"{M}x{N}x{K}"
+            per_set = 2 * (M * K + N * K)
+            sets = [operands(M, N, K, dtype, layout)
+                    for _ in range(timing.num_sets(per_set, "cuda", cap_bytes=4 << 30,
+                                                   max_sets=16))]
+            ref = torch.matmul(*sets[0]).double()
+            ok = {}
+            for name, spec in plans:
+                err = common.rel_err(under(spec)(*sets[0]), ref)
+                ok[name] = err <= 1e-2
+                if not ok[name]:
+                    print(f"{shape:>18} {name:<14} WRONG (rel L2 {err:.3g})", flush=True)
+            fl = 2.0 * M * N * K
+            cells = table.setdefault(shape, {n: [] for n, _ in plans})
+            for r in range(rounds):
+                entries = {"torch": (torch.matmul, sets)}
+                entries.update({n: (under(spec), sets) for n, spec in plans if ok[n]})
+                stats = timing.measure_many(entries, "cuda")
+                th = stats["torch"]["median_us"]
+                for name, _ in plans:
+                    if not ok[name]:
+                        cells[name].append(float("nan"))
+                        continue
+                    dw = stats[name]["median_us"]
+                    cells[name].append(th / dw)
+                    print(f"{shape:>18} {name:<14} round {r}  deepwell {dw:9.1f} us "
+                          f"{fl / dw / 1e6:6.0f} TFLOP/s  torch {th:9.1f} us  x{th / dw:.3f}",
+                          flush=True)
+            del sets
+            torch.cuda.empty_cache()
+    finally:
+        _C.set_gemm_plan_override("")
+    return table
 
 
 def main() -> None:
@@ -85,6 +119,7 @@ def main() -> None:
     ap.add_argument("--shapes", required=True, help="MxNxK,... (x (M, K) @ w.t(), w (N, K))")
     ap.add_argument("--plan", action="append", default=[], help="NAME:SPEC (SPEC empty: the table)")
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dtype", choices=["bf16", "f16"], default="bf16")
     ap.add_argument("--layout", choices=["kk", "kn"], default="kk",
                     help="kk: x @ w.t() with w (N, K) row-major (nn.Linear); kn: x @ w, w (K, N)")
@@ -92,45 +127,25 @@ def main() -> None:
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     shapes = parse_shapes(args.shapes)
-    if args.child:
-        import torch
+    import torch
 
-        dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[args.dtype]
-        if args.cublas:
-            cublas_names(shapes, dtype, args.layout)
-        else:
-            time_shapes(shapes, args.reps, dtype, args.layout)
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[args.dtype]
+    if args.child:  # --cublas: the profiler in a process of its own
+        cublas_names(shapes, dtype, args.layout)
         return
-    plans = [p.partition(":")[::2] for p in (args.plan or ["default:"])]
-    base = [sys.executable, __file__, "--child", "--shapes", args.shapes, "--reps", str(args.reps),
-            "--dtype", args.dtype, "--layout", args.layout]
     if args.cublas:
-        proc = subprocess.run(base + ["--cublas"], capture_output=True, text=True)
+        proc = subprocess.run([sys.executable, __file__, "--child", "--shapes", args.shapes,
+                               "--dtype", args.dtype, "--layout", args.layout],
+                              capture_output=True, text=True)
         print("cuBLAS kernels (torch.matmul):\n" + proc.stdout + proc.stderr[-2000:], flush=True)
-    table: dict[str, dict[str, float]] = {}
-    for name, spec in plans:
-        env = {k: v for k, v in os.environ.items() if k != "DEEPWELL_GEMM_FORCE"}
-        if spec:
-            env["DEEPWELL_GEMM_FORCE"] = spec
-        proc = subprocess.run(base, env=env, capture_output=True, text=True)
-        if proc.returncode != 0:
-            print(f"{name}: child failed ({proc.returncode})\n{proc.stderr[-2000:]}", flush=True)
-            continue
-        for line in proc.stdout.splitlines():
-            if not line.startswith("ROW "):
-                continue
-            r = json.loads(line[4:])
-            dw, th = r["us"]["deepwell"], r["us"]["torch"]
-            ok = "ok" if r["err"] <= 1e-2 else f"WRONG (rel L2 {r['err']:.3g})"
-            ratio = th / dw if r["err"] <= 1e-2 else float("nan")
-            table.setdefault(r["shape"], {})[name] = ratio
-            print(f"{r['shape']:>18} {name:<14} deepwell {dw:9.1f} us {r['flops'] / dw / 1e6:6.0f} "
-                  f"TFLOP/s  torch {th:9.1f} us  x{ratio:.3f}  {ok}", flush=True)
+    plans = [tuple(p.partition(":")[::2]) for p in (args.plan or ["default:"])]
+    table = time_shapes(shapes, plans, args.reps, args.rounds, dtype, args.layout)
     names = [n for n, _ in plans]
-    print(f"\nratio to torch.matmul (higher is better), {args.dtype} {args.layout}")
+    print(f"\nratio to torch.matmul, median of {args.rounds} rounds (higher is better), "
+          f"{args.dtype} {args.layout}")
     print(f"{'shape':>18} " + " ".join(f"{n:>12}" for n in names))
     for shape, cells in table.items():
-        print(f"{shape:>18} " + " ".join(f"{cells.get(n, float('nan')):>12.3f}" for n in names))
+        print(f"{shape:>18} " + " ".join(f"{statistics.median(cells[n]):>12.3f}" for n in names))
 
 
 if __name__ == "__main__":

@@ -513,6 +513,8 @@ NB_MODULE(_C, m) {
   m.def("quantize_shapes", &quantize_shapes, "format"_a, "swizzle"_a, "transpose"_a, "shape"_a);
   m.def("swizzle_scales", &swizzle_scales, "scales"_a.none(), "out"_a.none(), "to_swizzled"_a,
         "stream"_a);
+  m.def("set_gemm_plan_override",
+        [](const std::string& spec) { check(deepwell::set_gemm_plan_override(spec)); }, "spec"_a);
   m.def("dlpack_descriptor", &dlpack_descriptor);
   m.def("register_torch", &register_torch, "tensor_type"_a, "dtypes"_a);
 }

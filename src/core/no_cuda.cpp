@@ -2,6 +2,7 @@
 #include <string>
 
 #include "attention/problem.hpp"
+#include "deepwell/gemm.hpp"
 #include "gemm/problem.hpp"
 #include "quant/problem.hpp"
 
@@ -16,6 +17,9 @@ Status no_cuda(const char* op) {
 
 Status attention::forward_cuda(const Problem&, const Context&) { return no_cuda("attention_forward"); }
 Status matmul::gemm_cuda(const Problem&, const Context&) { return no_cuda("gemm"); }
+Status set_gemm_plan_override(std::string_view spec) {
+  return spec.empty() ? Status::Ok() : no_cuda("set_gemm_plan_override");
+}
 Status quant::quantize_cuda(const Problem&, const Context&) { return no_cuda("quantize"); }
 Status quant::dequantize_cuda(const DequantProblem&, const Context&) {
   return no_cuda("dequantize");

@@ -1,12 +1,15 @@
 // The GEMM tuning cache and forced-kernel override (gemm_tuning.hpp).
 #include "gemm/gemm_tuning.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
 #include <tuple>
+
+#include "deepwell/gemm.hpp"
 
 namespace deepwell::matmul::sm90 {
 namespace {
@@ -33,6 +36,62 @@ bool parse_raster(const std::string& s, int32_t* r) {
   else if (s == "n") *r = 2;
   else return false;
   return true;
+}
+
+// kernel[,dp|splitk|streamk[,splits[,h|m|n[,swizzle]]]] (DEEPWELL_GEMM_FORCE's syntax). On failure
+// returns false and, when `why` is given, says which field was wrong.
+bool parse_force(const std::string& spec, Entry* out, std::string* why) {
+  std::istringstream ss(spec);
+  std::string field;
+  Entry e;
+  int i = 0;
+  auto fail = [&](const std::string& what) {
+    if (why != nullptr) *why = what;
+    return false;
+  };
+  while (std::getline(ss, field, ',')) {
+    switch (i++) {
+      case 0:
+        e.kernel = find_kernel(field);
+        if (e.kernel == nullptr) return fail("no kernel named '" + field + "' in the table");
+        break;
+      case 1:
+        if (!parse_decomposition(field, &e.decomposition)) {
+          return fail("decomposition '" + field + "' is not dp, splitk or streamk");
+        }
+        break;
+      case 2:
+        e.splits = std::atoi(field.c_str());
+        if (e.splits < 1) return fail("splits '" + field + "' is not a positive integer");
+        break;
+      case 3:
+        if (!parse_raster(field, &e.raster)) return fail("raster '" + field + "' is not h, m or n");
+        break;
+      case 4:
+        e.swizzle = std::atoi(field.c_str());
+        if (e.swizzle != 1 && e.swizzle != 2 && e.swizzle != 4 && e.swizzle != 8) {
+          return fail("swizzle '" + field + "' is not 1, 2, 4 or 8");
+        }
+        break;
+      default:
+        return fail("more than 5 comma-separated fields");
+    }
+  }
+  if (e.kernel == nullptr) return fail("no kernel name");
+  *out = e;
+  return true;
+}
+
+// set_gemm_plan_override's plan: read under the mutex by calls once `set` is true.
+struct RuntimeOverride {
+  std::mutex mutex;
+  std::atomic<bool> set{false};
+  Entry entry;
+};
+
+RuntimeOverride& runtime_override() {
+  static RuntimeOverride r;
+  return r;
 }
 
 struct Overrides {
@@ -67,22 +126,7 @@ const Overrides& overrides() {
       }
     }
     if (const char* f = std::getenv("DEEPWELL_GEMM_FORCE")) {
-      std::string spec(f);
-      std::istringstream ss(spec);
-      std::string field;
-      int i = 0;
-      bool ok = true;
-      while (ok && std::getline(ss, field, ',')) {
-        switch (i++) {
-          case 0: o.force.kernel = find_kernel(field); ok = o.force.kernel != nullptr; break;
-          case 1: ok = parse_decomposition(field, &o.force.decomposition); break;
-          case 2: o.force.splits = std::atoi(field.c_str()); break;
-          case 3: ok = parse_raster(field, &o.force.raster); break;
-          case 4: o.force.swizzle = std::atoi(field.c_str()); break;
-          default: break;
-        }
-      }
-      o.forced = ok && o.force.kernel != nullptr;
+      o.forced = parse_force(f, &o.force, nullptr);
     }
   });
   return o;
@@ -125,7 +169,14 @@ bool tuned_plan(const std::string& group, int64_t m, int64_t n, int64_t k, int64
                 bool (*usable)(const KernelSpec&, const void*), const void* ctx, Plan* plan) {
   const Overrides& o = overrides();
   const Entry* e = nullptr;
-  if (o.forced && usable(*o.force.kernel, ctx)) {
+  Entry runtime;
+  if (RuntimeOverride& r = runtime_override(); r.set.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    runtime = r.entry;
+  }
+  if (runtime.kernel != nullptr && usable(*runtime.kernel, ctx)) {
+    e = &runtime;
+  } else if (o.forced && usable(*o.force.kernel, ctx)) {
     e = &o.force;
   } else if (!o.cache.empty()) {
     auto it = o.cache.find(Key{group, m, n, k, batch});
@@ -141,3 +192,26 @@ bool tuned_plan(const std::string& group, int64_t m, int64_t n, int64_t k, int64
 }
 
 }  // namespace deepwell::matmul::sm90
+
+namespace deepwell {
+
+Status set_gemm_plan_override(std::string_view spec) {
+  using namespace matmul::sm90;
+  RuntimeOverride& r = runtime_override();
+  Entry e;
+  if (!spec.empty()) {
+    std::string why;
+    if (!parse_force(std::string(spec), &e, &why)) {
+      return Status(StatusCode::kInvalidArgument,
+                    "set_gemm_plan_override: argument 'spec': expected kernel[,dp|splitk|"
+                    "streamk[,splits[,h|m|n[,swizzle]]]] naming a row of the kernel table, got '" +
+                        std::string(spec) + "' (" + why + ")");
+    }
+  }
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.entry = e;
+  r.set.store(e.kernel != nullptr, std::memory_order_release);
+  return Status::Ok();
+}
+
+}  // namespace deepwell

@@ -11,6 +11,9 @@
 //     forces that kernel (and plan) on every call it can run; for benchmark sweeps.
 //
 // Entries that name a kernel unable to run the call are ignored. Both variables are read once.
+// deepwell::set_gemm_plan_override (include/deepwell/gemm.hpp) sets a forced plan at run time,
+// which takes precedence over both: in-process sweeps time every plan interleaved with the
+// baseline (run-to-run spread across processes reached 13 %, docs/perf-notes.md, session 18).
 #pragma once
 
 #include <cstdint>

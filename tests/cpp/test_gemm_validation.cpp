@@ -1,5 +1,7 @@
 // One test per validation rule of gemm.
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "helpers.hpp"
 
@@ -161,6 +163,35 @@ TEST(GemmValidation, UnknownActivation) {
   Fixture f;
   f.g.activation = static_cast<Activation>(17);
   expect_error(f.run(), StatusCode::kInvalidArgument, "activation", "relu");
+}
+
+// set_gemm_plan_override: the spec's syntax, field by field (no GPU needed: parsing only).
+TEST(GemmValidation, PlanOverrideSpec) {
+  ASSERT_TRUE(set_gemm_plan_override("").ok());
+  if (!built_with_cuda()) {
+    const Status s = set_gemm_plan_override("bf16_kk_bf16_128x256");
+    EXPECT_EQ(s.code(), StatusCode::kNotSupported);
+    EXPECT_NE(s.message().find("no CUDA kernels"), std::string::npos) << s.message();
+    return;
+  }
+  EXPECT_TRUE(set_gemm_plan_override("bf16_kk_bf16_128x256").ok());
+  EXPECT_TRUE(set_gemm_plan_override("bf16_kk_bf16_128x256,streamk,1,m,4").ok());
+  EXPECT_TRUE(set_gemm_plan_override("e4m3_kk_bf16_ws_128x192,dp").ok());
+  const std::pair<const char*, const char*> bad[] = {
+      {"no_such_kernel", "no kernel named 'no_such_kernel'"},
+      {",dp", "no kernel named ''"},
+      {"bf16_kk_bf16_128x256,sideways", "decomposition 'sideways'"},
+      {"bf16_kk_bf16_128x256,splitk,0", "splits '0'"},
+      {"bf16_kk_bf16_128x256,dp,1,x", "raster 'x'"},
+      {"bf16_kk_bf16_128x256,dp,1,h,3", "swizzle '3'"},
+      {"bf16_kk_bf16_128x256,dp,1,h,1,9", "more than 5"},
+  };
+  for (const auto& [spec, why] : bad) {
+    const Status s = set_gemm_plan_override(spec);
+    expect_error(s, StatusCode::kInvalidArgument, "spec", why);
+    EXPECT_NE(s.message().find(std::string("'") + spec + "'"), std::string::npos) << s.message();
+  }
+  EXPECT_TRUE(set_gemm_plan_override("").ok());
 }
 
 }  // namespace

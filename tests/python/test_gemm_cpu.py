@@ -60,3 +60,22 @@ def test_out_dtype_torch(seed):
         assert d.dtype == dt
         ref = a.double() @ b.double()
         assert (d.double() - ref).norm() / ref.norm() < 1e-2
+
+
+def test_plan_override_spec():
+    """The tuning hook's spec is checked field by field (no GPU needed); a build without CUDA
+    accepts only the empty spec."""
+    from deepwell import _C
+
+    _C.set_gemm_plan_override("")
+    if not deepwell.built_with_cuda():
+        with pytest.raises(NotImplementedError, match="no CUDA kernels"):
+            _C.set_gemm_plan_override("bf16_kk_bf16_128x256")
+        return
+    with pytest.raises(ValueError, match="argument 'spec'.*got 'nope'.*no kernel named 'nope'"):
+        _C.set_gemm_plan_override("nope")
+    with pytest.raises(ValueError, match="swizzle '3'"):
+        _C.set_gemm_plan_override("bf16_kk_bf16_128x256,dp,1,h,3")
+    _C.set_gemm_plan_override("bf16_kk_bf16_128x256,streamk")
+    _C.set_gemm_plan_override("")
+

@@ -284,6 +284,37 @@ def test_workspace_allocator():
         _C.gemm(*args, T.stream_of(a), None, lambda n, device: None)
 
 
+def test_plan_override_in_process():
+    """_C.set_gemm_plan_override forces later calls' plans in this process (bench/gemm_sweep.py):
+    the workspace each plan needs shows which one ran; a kernel the call cannot use (another
+    group's) falls back to the shape rules; an empty spec restores them."""
+    from deepwell import _C
+    from deepwell import _tensors as T
+
+    a, w = randn((1000, 520), torch.bfloat16), randn((1104, 520), torch.bfloat16)
+    ref = reference(a, w.t())
+
+    def run(spec):
+        _C.set_gemm_plan_override(spec)
+        out = nan_out((1000, 1104), torch.bfloat16)
+        need = _C.gemm_workspace_size(T.describe(a, "a"), T.describe(w.t(), "b"),
+                                      T.describe(out, "out"), None, None, None, 1.0, 0.0, 0)
+        deepwell.gemm(a, w.t(), out=out)
+        assert rel_l2(out, ref) <= 1e-2, spec
+        return need
+
+    try:
+        default = run("")
+        assert default == 0  # 8 x 9 tiles of 128x128 ping-pong: data-parallel
+        assert run("bf16_kk_bf16_128x64,splitk,3") > 0
+        assert run("bf16_kk_bf16_128x256,streamk") > 0
+        assert run("bf16_kk_bf16_pp_64x64,dp") == 0
+        assert run("f16_kk_f16_128x64,splitk,3") == default  # not a bf16 kernel: the rules
+        assert run("") == default
+    finally:
+        _C.set_gemm_plan_override("")
+
+
 _FORCED_SCRIPT = r"""
 import sys, torch, deepwell
 dtype, layout = getattr(torch, sys.argv[1]), sys.argv[2]
