@@ -151,13 +151,45 @@ TEST(GemmPlan, PingpongRunsAlongNInStripsOfFourTileRows) {
 }
 
 TEST(GemmPlan, LargeUses128x256SwizzledForWideN) {
-  Plan p = bf16(8192, 8192, 8192);
+  Plan p = bf16(8192, 8192, 12288);  // 2048 tiles, last wave 68 / 132
+  EXPECT_EQ(p.kernel, &kBig);
+  EXPECT_EQ(p.decomposition, Decomposition::kStreamK);
+  EXPECT_EQ(p.swizzle, 1);
+  p = bf16(16384, 28672, 4096);  // 14336 tiles, last wave 80 / 132: data-parallel
   EXPECT_EQ(p.kernel, &kBig);
   EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
-  EXPECT_EQ(p.swizzle, 1);
-  p = bf16(16384, 28672, 4096);
-  EXPECT_EQ(p.kernel, &kBig);
   EXPECT_EQ(p.swizzle, 2);
+}
+
+TEST(GemmPlan, LargeRunsStreamKWhereTheLastWaveIsUnderSixtyPercent) {
+  struct Case {
+    int64_t m, n, k;
+    Decomposition want;
+  };
+  const Case cases[] = {
+      {8192, 8192, 8192, Decomposition::kStreamK},        // 2048 tiles, last 68 / 132
+      {8192, 14336, 4096, Decomposition::kStreamK},       // 3584 tiles, last 20
+      {6144, 16384, 4096, Decomposition::kStreamK},       // 3072 tiles, last 36
+      {4096, 57344, 8192, Decomposition::kStreamK},       // 7168 tiles, last 40
+      {1024, 57344, 8192, Decomposition::kStreamK},       // 1792 tiles, last 76 (57.6 %)
+      {16384, 28672, 4096, Decomposition::kDataParallel}, // 14336 tiles, last 80 (60.6 %)
+      {1024, 8192, 28672, Decomposition::kDataParallel},  // 256 tiles, last 124
+      {16384, 10240, 8192, Decomposition::kDataParallel}, // 5120 tiles, last 104
+      {8448, 8192, 8192, Decomposition::kDataParallel},   // 2112 tiles, 16 full waves
+      {16384, 16384, 192, Decomposition::kDataParallel},  // last 8 / 132, but 3 K tiles
+  };
+  for (const Case& c : cases) {
+    const Plan p = bf16(c.m, c.n, c.k);
+    EXPECT_EQ(p.kernel, &kBig) << c.m << "x" << c.n << "x" << c.k;
+    EXPECT_EQ(p.decomposition, c.want) << c.m << "x" << c.n << "x" << c.k;
+  }
+  // fp8 groups keep data-parallel CUTLASS plans (the own main loop replaces them)
+  KernelSpec fp8 = kBig;
+  fp8.operands = Operands::kE4M3;
+  fp8.scaling = Scaling::kTensorRow;
+  const KernelSpec* only[] = {&fp8};
+  EXPECT_EQ(choose_plan(only, 1, 8192, 8192, 8192, 1, kSms).decomposition,
+            Decomposition::kDataParallel);
 }
 
 TEST(GemmPlan, SingleKernelGroupKeepsTheSplitKRule) {
