@@ -141,7 +141,7 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 //
 //   T >= 2 S, or the last wave >= 60 % full     any          data-parallel
 //   S <= T < 2 S, last wave < 60 % full         >= 4         stream-K (balances the partial wave)
-//   (16-bit 128x256 tiles: stream-K at any T >= S whose last wave is < 60 % full, K tiles >= 4)
+//   (16-bit 128x256 tiles: stream-K also for 2 S <= T < 64 S, last wave < 60 % full, K tiles >= 4)
 //   T < S                                       >= 8         split-K, splits = min(S / T, K tiles / 4, 16)
 //                                                            (data-parallel when that gives < 2 splits)
 //   anything else                                            data-parallel
@@ -307,15 +307,18 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     return p;
   }
   Plan p = plan_for(*largest, m, n, kdim, batch, sm_count);
-  // 16-bit 128x256 tiles: stream-K also beyond two waves wherever the last is less than 60 % full
-  // (CUTLASS runs the full waves data-parallel and spreads the rest over every SM). H100, x
-  // torch.matmul in one process, 128x256 data-parallel -> stream-K: 8192^3 (15.5 waves)
-  // 0.98 -> 1.00, 6144x16384x4096 (23.3) 0.90 -> 0.92, 8192x14336x4096 (27.2) 0.91 -> 0.92,
-  // 1024x57344x8192 (13.6) 0.95 -> 0.97, 4096x57344x8192 (54.3) 0.97 -> 0.98; fuller last waves
-  // lose: 16384x28672x4096 (108.6) 0.93 -> 0.90, 1024x8192x28672 (1.9) 0.98 -> 0.90.
+  // 16-bit 128x256 tiles: stream-K also from two waves up to 64 where the last is less than
+  // 60 % full (CUTLASS runs the full waves data-parallel and spreads the rest over every SM).
+  // H100, x torch.matmul in one process, 128x256 data-parallel -> stream-K: 8192^3 (15.5 waves)
+  // 0.98 -> 0.99, 16384x4096x14336 (15.5) 1.00 -> 1.02, 6144x16384x4096 (23.3) 0.91 -> 0.93,
+  // 2048x57344x8192 (27.2) 0.95 -> 0.97, 16384x8192x28672 (31.0) 1.01 -> 1.05, 1024x57344x8192
+  // (13.6) 0.95 -> 0.97, 4096x57344x8192 (54.3) 0.97 -> 0.98 (bf16 x @ w and fp16 alike).
+  // Fuller last waves lose (16384x28672x4096, 61 %: 0.93 -> 0.90; 1024x8192x28672, 94 %:
+  // 0.98 -> 0.90), and so do many waves, where a last wave is a small share of the time
+  // (16384x57344x8192, 217 waves: 0.96 -> 0.95; 12288x28672x4096, 81: even).
   const bool sixteen_bit = largest->operands == Operands::kBF16 || largest->operands == Operands::kF16;
   if (own == nullptr && sixteen_bit && largest->stream_k && largest->tile_n == 256 &&
-      p.decomposition == Decomposition::kDataParallel && tiles >= 2 * sms &&
+      p.decomposition == Decomposition::kDataParallel && tiles >= 2 * sms && tiles < 64 * sms &&
       ceil_div(kdim, largest->tile_k) >= 4) {
     const int64_t last = tiles % sms;
     if (last != 0 && last * 10 < sms * 6) p.decomposition = Decomposition::kStreamK;

@@ -161,7 +161,7 @@ TEST(GemmPlan, LargeUses128x256SwizzledForWideN) {
   EXPECT_EQ(p.swizzle, 2);
 }
 
-TEST(GemmPlan, LargeRunsStreamKWhereTheLastWaveIsUnderSixtyPercent) {
+TEST(GemmPlan, LargeRunsStreamKWhereAFewWavesEndUnderSixtyPercent) {
   struct Case {
     int64_t m, n, k;
     Decomposition want;
@@ -177,6 +177,8 @@ TEST(GemmPlan, LargeRunsStreamKWhereTheLastWaveIsUnderSixtyPercent) {
       {16384, 10240, 8192, Decomposition::kDataParallel}, // 5120 tiles, last 104
       {8448, 8192, 8192, Decomposition::kDataParallel},   // 2112 tiles, 16 full waves
       {16384, 16384, 192, Decomposition::kDataParallel},  // last 8 / 132, but 3 K tiles
+      {16384, 57344, 8192, Decomposition::kDataParallel}, // last 28, but 217 waves
+      {12288, 28672, 4096, Decomposition::kDataParallel}, // last 60, but 81 waves
   };
   for (const Case& c : cases) {
     const Plan p = bf16(c.m, c.n, c.k);
