@@ -128,8 +128,10 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 //          split-K over min(S / T, K tiles / 4, 3) when that is >= 2, else data-parallel
 //   otherwise a ping-pong kernel exists, and T(largest tile) < 4 S with K <= 8192, or K <= 4096
 //       with M N batch <= 2^26 (2^27 where M <= 4096 or N <= 8192)
-//       -> ping-pong 128x128, data-parallel, tiles along N in strips of 4 tile rows
+//       -> ping-pong 128x128, data-parallel, tiles along N in strips of 4 tile rows (where that
+//          pads the tile grid by <= 3 %: CUTLASS runs padding tiles, scheduled_tiles below)
 //   otherwise the largest tile, with the decomposition below; swizzle 2 when N > 8192, M >= 4096
+//       (and it pads the grid by <= 3 %)
 //   fp8 groups with deepwell's own main loop (Schedule::kFp8Promoted; e4m3 x e4m3 and e4m3 x e5m2
 //       tensor / row scaling): that kernel wherever the CUTLASS kernel's plan is data-parallel (it has no
 //       split-K / stream-K; measured 0.88-0.89x torch._scaled_mm vs CUTLASS's 0.72-0.76x, H200);
@@ -157,6 +159,32 @@ struct Plan {
 };
 
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Tiles CUTLASS's persistent scheduler runs for kernel `k` with swizzle `swizzle`: it rounds the
+// tile grid up to whole swizzle strips in both dimensions (times the cluster shape) and runs the
+// padding tiles' main loops on zero-filled operands (cutlass/gemm/kernel/
+// tile_scheduler_params.h, get_log_swizzle_size / initialize). Ping-pong 128x128 (2x1 clusters)
+// with swizzle 4 rounds M up to 8 tile rows and N to 4 tile columns: 1024x4096x4096 ran 0.96x
+// torch.matmul, the same with swizzle 8 (M rounded to 16 tile rows, half the tiles empty) 0.38x.
+constexpr int64_t scheduled_tiles(const KernelSpec& k, int64_t m, int64_t n, int64_t batch,
+                                  int swizzle) {
+  const int64_t cm = k.cluster_m, cn = k.cluster_n;
+  const int64_t tm = ceil_div(ceil_div(m, k.tile_m), cm) * cm;
+  const int64_t tn = ceil_div(ceil_div(n, k.tile_n), cn) * cn;
+  const int64_t least = tm < tn ? tm : tn;
+  const int64_t strip = swizzle >= 8 && least >= 6   ? 8
+                        : swizzle >= 4 && least >= 3 ? 4
+                        : swizzle >= 2 && least >= 2 ? 2
+                                                     : 1;
+  return ceil_div(tm, strip * cm) * strip * cm * ceil_div(tn, strip * cn) * strip * cn * batch;
+}
+
+// Whether swizzle `swizzle` adds at most 3 % of padding tiles to kernel `k`'s grid.
+constexpr bool swizzle_pads_little(const KernelSpec& k, int64_t m, int64_t n, int64_t batch,
+                                   int swizzle) {
+  return 100 * scheduled_tiles(k, m, n, batch, swizzle) <=
+         103 * scheduled_tiles(k, m, n, batch, 1);
+}
 
 // The decomposition for kernel `k`; split-K uses at most `max_splits`.
 constexpr Plan plan_for(const KernelSpec& k, int64_t m, int64_t n, int64_t kdim, int64_t batch,
@@ -302,8 +330,12 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   if (pingpong != nullptr && pingpong != largest &&
       ((tiles < 4 * sms && kdim <= 8192) || short_k_mid_size)) {
     Plan p = plan_for(*pingpong, m, n, kdim, batch, sm_count);
-    p.raster = 2;  // along N
-    p.swizzle = 4;
+    // Strips of 4 only where their padding is small (M a multiple of 1024 rows and N of 512
+    // columns pad nothing; 1152x4096 would run 16 tile rows for 9); else the order of before.
+    if (swizzle_pads_little(*pingpong, m, n, batch, 4)) {
+      p.raster = 2;  // along N
+      p.swizzle = 4;
+    }
     return p;
   }
   Plan p = plan_for(*largest, m, n, kdim, batch, sm_count);
@@ -336,7 +368,10 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
       return plan_for(*own_tile(), m, n, kdim, batch, sm_count);
     }
   }
-  if (p.decomposition == Decomposition::kDataParallel && n > 8192 && m >= 4096) p.swizzle = 2;
+  if (p.decomposition == Decomposition::kDataParallel && n > 8192 && m >= 4096 &&
+      swizzle_pads_little(*largest, m, n, batch, 2)) {
+    p.swizzle = 2;
+  }
   return p;
 }
 
