@@ -265,6 +265,12 @@ dw_status dw_gemm_workspace_size(const dw_gemm_args* a, size_t* bytes) {
   });
 }
 
+dw_status dw_gemm_set_plan_override(const char* spec) {
+  return guarded([&]() -> Status {
+    return deepwell::set_gemm_plan_override(spec != nullptr ? spec : "");
+  });
+}
+
 dw_status dw_gemm_fp8(const dw_gemm_fp8_args* a, void* stream) {
   return guarded([&]() -> Status {
     deepwell::GemmFp8Args args;

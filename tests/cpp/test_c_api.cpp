@@ -23,6 +23,21 @@ TEST(CApi, StructSizeTooSmall) {
   EXPECT_NE(std::string(dw_last_error()).find("struct_size"), std::string::npos);
 }
 
+TEST(CApi, GemmPlanOverride) {
+  EXPECT_EQ(dw_gemm_set_plan_override(nullptr), DW_STATUS_OK);
+  EXPECT_EQ(dw_gemm_set_plan_override(""), DW_STATUS_OK);
+  const dw_status s = dw_gemm_set_plan_override("no_such_kernel");
+  if (s == DW_STATUS_NOT_SUPPORTED) {  // a build without CUDA
+    EXPECT_NE(std::string(dw_last_error()).find("no CUDA kernels"), std::string::npos);
+    return;
+  }
+  EXPECT_EQ(s, DW_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(dw_last_error()).find("argument 'spec'"), std::string::npos)
+      << dw_last_error();
+  EXPECT_EQ(dw_gemm_set_plan_override("bf16_kk_bf16_128x256,streamk"), DW_STATUS_OK);
+  EXPECT_EQ(dw_gemm_set_plan_override(nullptr), DW_STATUS_OK);
+}
+
 TEST(CApi, MissingRequiredTensor) {
   dw_attention_fwd_args a{};
   a.struct_size = sizeof a;
