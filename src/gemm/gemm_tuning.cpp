@@ -2,6 +2,7 @@
 #include "gemm/gemm_tuning.hpp"
 
 #include <atomic>
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -38,6 +39,13 @@ bool parse_raster(const std::string& s, int32_t* r) {
   return true;
 }
 
+// A whole field as a decimal int (no sign, no trailing characters, no overflow).
+bool parse_int(const std::string& s, int32_t* v) {
+  const char* end = s.data() + s.size();
+  const auto [ptr, ec] = std::from_chars(s.data(), end, *v);
+  return ec == std::errc() && ptr == end && !s.empty() && s[0] != '-';
+}
+
 // kernel[,dp|splitk|streamk[,splits[,h|m|n[,swizzle]]]] (DEEPWELL_GEMM_FORCE's syntax). On failure
 // returns false and, when `why` is given, says which field was wrong.
 bool parse_force(const std::string& spec, Entry* out, std::string* why) {
@@ -61,15 +69,16 @@ bool parse_force(const std::string& spec, Entry* out, std::string* why) {
         }
         break;
       case 2:
-        e.splits = std::atoi(field.c_str());
-        if (e.splits < 1) return fail("splits '" + field + "' is not a positive integer");
+        if (!parse_int(field, &e.splits) || e.splits < 1) {
+          return fail("splits '" + field + "' is not a positive integer");
+        }
         break;
       case 3:
         if (!parse_raster(field, &e.raster)) return fail("raster '" + field + "' is not h, m or n");
         break;
       case 4:
-        e.swizzle = std::atoi(field.c_str());
-        if (e.swizzle != 1 && e.swizzle != 2 && e.swizzle != 4 && e.swizzle != 8) {
+        if (!parse_int(field, &e.swizzle) ||
+            (e.swizzle != 1 && e.swizzle != 2 && e.swizzle != 4 && e.swizzle != 8)) {
           return fail("swizzle '" + field + "' is not 1, 2, 4 or 8");
         }
         break;

@@ -182,6 +182,8 @@ TEST(GemmValidation, PlanOverrideSpec) {
       {",dp", "no kernel named ''"},
       {"bf16_kk_bf16_128x256,sideways", "decomposition 'sideways'"},
       {"bf16_kk_bf16_128x256,splitk,0", "splits '0'"},
+      {"bf16_kk_bf16_128x256,splitk,3x", "splits '3x'"},
+      {"bf16_kk_bf16_128x256,splitk,99999999999", "splits '99999999999'"},
       {"bf16_kk_bf16_128x256,dp,1,x", "raster 'x'"},
       {"bf16_kk_bf16_128x256,dp,1,h,3", "swizzle '3'"},
       {"bf16_kk_bf16_128x256,dp,1,h,1,9", "more than 5"},
