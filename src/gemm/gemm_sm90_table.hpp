@@ -127,7 +127,8 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 //       -> 128x128 (twice the CTAs of 128x256 over a weight-bandwidth-bound problem);
 //          split-K over min(S / T, K tiles / 4, 3) when that is >= 2, else data-parallel
 //   otherwise a ping-pong kernel exists, and T(largest tile) < 4 S with K <= 8192, or K <= 4096
-//       with M N batch <= 2^26 (2^27 where M <= 4096 or N <= 8192)
+//       with M N batch <= 2^26 (2^27 where M <= 4096 or N <= 8192), or K <= 8192 with M <= 4096
+//       and N <= 16384
 //       -> ping-pong 128x128, data-parallel, tiles along N in strips of 4 tile rows (where that
 //          pads the tile grid by <= 3 %: CUTLASS runs padding tiles, scheduled_tiles below)
 //   otherwise the largest tile, with the decomposition below; swizzle 2 when N > 8192, M >= 4096
@@ -327,8 +328,14 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   const bool short_k_mid_size =
       kdim <= 4096 && (outputs <= (int64_t{1} << 26) ||
                        (outputs <= (int64_t{1} << 27) && (m <= 4096 || n <= 8192)));
+  // And at K <= 8192 for M <= 4096, N <= 16384 where its tiles run in strips of 4 (session 19,
+  // H100, one process, x 128x256's plan: 4096x10240x8192 1.036 / 1.049, x torch.matmul 0.96 ->
+  // 1.02; 4096x14336x8192 1.009); outside it ping-pong loses: 2048x8192x16384 0.96,
+  // 16384x4096x8192 0.97, 8192x10240x8192 0.93, 1024x57344x8192 0.98, 4096x8192x28672 0.71.
+  const bool mid_k_mid_size = pingpong != nullptr && kdim <= 8192 && m <= 4096 && n <= 16384 &&
+                              swizzle_pads_little(*pingpong, m, n, batch, 4);
   if (pingpong != nullptr && pingpong != largest &&
-      ((tiles < 4 * sms && kdim <= 8192) || short_k_mid_size)) {
+      ((tiles < 4 * sms && kdim <= 8192) || short_k_mid_size || mid_k_mid_size)) {
     Plan p = plan_for(*pingpong, m, n, kdim, batch, sm_count);
     // Strips of 4 only where their padding is small (M a multiple of 1024 rows and N of 512
     // columns pad nothing; 1152x4096 would run 16 tile rows for 9); else the order of before.
