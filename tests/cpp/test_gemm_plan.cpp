@@ -134,16 +134,17 @@ TEST(GemmPlan, MidSizeUsesPingpong) {
   EXPECT_EQ(bf16(4096, 32769, 4096).kernel, &kBig);
   EXPECT_EQ(bf16(16384, 14336, 4096).kernel, &kBig);
   EXPECT_EQ(bf16(4096, 28672, 4097).kernel, &kBig);  // K > 4096 with N > 16384
-  // K <= 8192 where M <= 4096 and N <= 16384 (70B qkv at M = 4096)
-  EXPECT_EQ(bf16(4096, 10240, 8192).kernel, &kPingpong);
-  EXPECT_EQ(bf16(4096, 16384, 8192).kernel, &kPingpong);
-  EXPECT_EQ(bf16(4097, 10240, 8192).kernel, &kBig);
-  EXPECT_EQ(bf16(4096, 16385, 8192).kernel, &kBig);
-  EXPECT_EQ(bf16(4096, 10240, 8193).kernel, &kBig);
-  EXPECT_EQ(bf16(2048, 8192, 16384).kernel, &kBig);
-  EXPECT_EQ(bf16(4096, 8192, 28672).kernel, &kBig);
-  EXPECT_EQ(bf16(4000, 10240, 8192).kernel, &kPingpong);  // 32 tile rows, 80 columns: no padding
-  EXPECT_EQ(bf16(3200, 10240, 8192).kernel, &kBig);       // 25 tile rows: strips would pad them
+  // K <= 8192 where M <= 4096 and N <= 16384 and the strips pad nothing (70B qkv at M = 4096)
+  const std::pair<std::array<int64_t, 3>, const KernelSpec*> mid_k[] = {
+      {{4096, 10240, 8192}, &kPingpong}, {{4096, 16384, 8192}, &kPingpong},
+      {{4000, 10240, 8192}, &kPingpong},  // 32 tile rows, 80 columns: no padding
+      {{3200, 10240, 8192}, &kBig},       // 25 tile rows: strips would pad them
+      {{4097, 10240, 8192}, &kBig},       {{4096, 16385, 8192}, &kBig},
+      {{4096, 10240, 8193}, &kBig},       {{2048, 8192, 16384}, &kBig},
+      {{4096, 8192, 28672}, &kBig}};
+  for (const auto& [s, want] : mid_k) {
+    EXPECT_EQ(bf16(s[0], s[1], s[2]).kernel, want) << s[0] << "x" << s[1] << "x" << s[2];
+  }
   EXPECT_EQ(bf16(8192, 8192, 8192).kernel, &kBig);    // K = 8192
   // long K stays on the large tile: 128 tiles < 132 SMs, one split -> data-parallel
   Plan p = bf16(1024, 4096, 14336);
