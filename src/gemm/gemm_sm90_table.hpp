@@ -332,14 +332,14 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   // H100, one process, x 128x256's plan: 4096x10240x8192 1.036 / 1.049, x torch.matmul 0.96 ->
   // 1.02; 4096x14336x8192 1.009); outside it ping-pong loses: 2048x8192x16384 0.96,
   // 16384x4096x8192 0.97, 8192x10240x8192 0.93, 1024x57344x8192 0.98, 4096x8192x28672 0.71.
-  const bool mid_k_mid_size = pingpong != nullptr && kdim <= 8192 && m <= 4096 && n <= 16384 &&
-                              swizzle_pads_little(*pingpong, m, n, batch, 4);
+  // Strips of 4 only where their padding is small (M a multiple of 1024 rows and N of 512
+  // columns pad nothing; 1152x4096 would run 16 tile rows for 9); else the order of before.
+  const bool strips = pingpong != nullptr && swizzle_pads_little(*pingpong, m, n, batch, 4);
+  const bool mid_k_mid_size = strips && kdim <= 8192 && m <= 4096 && n <= 16384;
   if (pingpong != nullptr && pingpong != largest &&
       ((tiles < 4 * sms && kdim <= 8192) || short_k_mid_size || mid_k_mid_size)) {
     Plan p = plan_for(*pingpong, m, n, kdim, batch, sm_count);
-    // Strips of 4 only where their padding is small (M a multiple of 1024 rows and N of 512
-    // columns pad nothing; 1152x4096 would run 16 tile rows for 9); else the order of before.
-    if (swizzle_pads_little(*pingpong, m, n, batch, 4)) {
+    if (strips) {
       p.raster = 2;  // along N
       p.swizzle = 4;
     }
