@@ -1,13 +1,13 @@
-"""GEMM plan sweep: forced kernel plans of deepwell.gemm against torch.matmul (16-bit operands).
+"""GEMM plan sweep: forced kernel plans of deepwell.gemm (gemm_fp8) against torch in one process.
 
 Every plan runs in this one process, interleaved with torch.matmul call by call (bench/timing.py
 measure_many: eager events back to back in rotating order, inputs rotated past the L2), the plan
 switched before each call through deepwell._C.set_gemm_plan_override (include/deepwell/gemm.hpp).
 Plans are compared through their ratio to torch in the same rounds: across processes the same
 plan's ratio moved by up to 13 % (session 18), within one process by about 1 %. Each plan's
-output is first checked against a float64 reference (relative L2 <= 1e-2). A plan the shape cannot run falls
-back to the table's own choice (the shape rules), so read a row's ratio next to the "default"
-row's. --rounds repeats the interleaved timing (fresh rotation order each round).
+output is first checked against a float64 reference (relative L2 <= 1e-2). A plan the shape
+cannot run falls back to the table's own choice (the shape rules), so read a row's ratio next to
+the "default" row's. --rounds repeats the interleaved timing (fresh rotation order each round).
 
     PYTHONPATH=build/python python3 bench/gemm_sweep.py --shapes 16384x6144x4096,4096x28672x4096 \\
         --plan default: --plan pp:bf16_kk_bf16_pp_128x128 \\
@@ -22,7 +22,7 @@ scaling), e.g. --plan own:e4m3_kk_bf16_block_ws_128x192 --plan cutlass:e4m3_kk_b
 --cublas also lists the cuBLAS kernels torch.matmul runs (torch.profiler, in a
 process of its own: timings taken after a profiler session in the same process were off by up
 to 25 %).
-Prints one line per shape, plan and round: µs, TFLOP/s, the ratio to torch.matmul; a summary
+Prints one line per shape, plan and round: µs, TFLOP/s, the ratio to torch; a summary
 table (median ratio over the rounds) last.
 """
 from __future__ import annotations
