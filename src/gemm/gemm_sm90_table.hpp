@@ -355,7 +355,8 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   // Fuller last waves lose (16384x28672x4096, 61 %: 0.93 -> 0.90; 1024x8192x28672, 94 %:
   // 0.98 -> 0.90), and so do many waves, where a last wave is a small share of the time
   // (16384x57344x8192, 217 waves: 0.96 -> 0.95; 12288x28672x4096, 81: even).
-  const bool sixteen_bit = largest->operands == Operands::kBF16 || largest->operands == Operands::kF16;
+  const bool sixteen_bit =
+      largest->operands == Operands::kBF16 || largest->operands == Operands::kF16;
   if (own == nullptr && sixteen_bit && largest->stream_k && largest->tile_n == 256 &&
       p.decomposition == Decomposition::kDataParallel && tiles >= 2 * sms && tiles < 64 * sms &&
       ceil_div(kdim, largest->tile_k) >= 4) {
