@@ -8,7 +8,10 @@
 //     kernel: a row name of the table; decomposition: dp | splitk | streamk; raster: h | m | n;
 //     swizzle: 1, 2, 4 or 8.
 //   DEEPWELL_GEMM_FORCE=<kernel>[,<decomposition>[,<splits>[,<raster>[,<swizzle>]]]]
-//     forces that kernel (and plan) on every call it can run; for benchmark sweeps.
+//     forces that kernel (and plan) on every call it can run; for benchmark sweeps. A value with
+//     a field that does not parse (an unknown kernel, splits < 1 or not a whole number, a swizzle
+//     other than 1, 2, 4, 8, more than 5 fields) is ignored as a whole; set_gemm_plan_override
+//     reports the same problems as an error naming the field.
 //
 // Entries that name a kernel unable to run the call are ignored. Both variables are read once.
 // deepwell::set_gemm_plan_override (include/deepwell/gemm.hpp) sets a forced plan at run time,
