@@ -220,7 +220,8 @@ typedef struct dw_quantize_args {
   const dw_tensor* data;       /* like x; dtype E4M3/E5M2 (fp8 formats) or E2M1 */
   const dw_tensor* scales;
   const dw_tensor* tensor_scale; /* NVFP4: f32 (1); NULL otherwise */
-  const dw_tensor* data_t;     /* optional transposed copy (K, R) of a 2-D x */
+  const dw_tensor* data_t;     /* optional transposed copy (K, R) of a 2-D x; FP8 formats: its
+                                * rows may be padded (strides {ld, 1}, ld >= R; see quant.hpp) */
   const dw_tensor* scales_t;   /* its scales (NULL for DW_QUANT_FP8_TENSOR) */
   int32_t format;              /* DW_QUANT_* */
   int32_t rule;                /* DW_SCALE_RULE_*: MX formats only */

@@ -18,7 +18,10 @@
 //
 // The optional transposed copy (2-D x of shape (R, K) only) is quantize(x^T): data_t (K, R) with
 // its scales along R, so one call serves both K-major uses of a weight (or the forward and the
-// backward use of an activation).
+// backward use of an activation). FP8 data_t may have padded rows (unit stride along R, rows
+// ld >= R codes apart): with ld a multiple of 16 and a 16-byte aligned base, GEMMs' TMA loads
+// can read it directly (deepwell::gemm_fp8, cuBLASLt), and the CUDA kernel stores whole 16-byte
+// units; padding bytes are not written. The Python API pads to round_up(R, 16).
 #pragma once
 
 #include "deepwell/core.hpp"
@@ -72,7 +75,8 @@ struct QuantizeArgs {
   TensorView data;         // like x, dtype e4m3 / e5m2 (FP8 formats) or e2m1; contiguous
   TensorView scales;       // as quantize_shapes(); contiguous
   const TensorView* tensor_scale = nullptr;  // NVFP4: f32 (1); must be null otherwise
-  const TensorView* data_t = nullptr;        // optional transposed copy (K, R); 2-D x only
+  const TensorView* data_t = nullptr;        // optional transposed copy (K, R); 2-D x only;
+                                             // contiguous, or (FP8) rows ld >= R codes apart
   const TensorView* scales_t = nullptr;      // its scales; required with data_t except kFp8Tensor
   // kFp8Tensor and kNvfp4 only, optional: an f32 (1) tensor on x's device holding the amax to
   // scale by, known before the call (delayed scaling: an earlier step's amax; or reduced by the
@@ -88,7 +92,7 @@ struct QuantizeArgs {
 DEEPWELL_API Status quantize(const QuantizeArgs& args, const Context& ctx = {});
 
 struct DequantizeArgs {
-  TensorView data;    // as written by quantize()
+  TensorView data;    // as written by quantize(): contiguous, or 2-D FP8 with padded rows
   TensorView scales;  // in the layout given by config.swizzle
   const TensorView* tensor_scale = nullptr;  // NVFP4 only
   TensorView out;     // f32, f16 or bf16, data's shape

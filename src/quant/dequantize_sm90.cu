@@ -20,7 +20,8 @@ namespace deepwell::quant {
 namespace {
 
 struct DequantParams {
-  const uint8_t* data;
+  const uint8_t* data;  // rows ld codes apart
+  int64_t ld;
   const void* scales;
   const float* tensor_scale;
   void* out;
@@ -87,12 +88,13 @@ __global__ void __launch_bounds__(256) dequantize_kernel(const DequantParams p) 
   const bool valid = rl < p.launch_rows;
   const int64_t r = p.row0 + rl, c0 = (int64_t{t} - int64_t{rl} * p.cpr) * kChunk;
   const int n = valid ? static_cast<int>(std::min<int64_t>(p.cols - c0, kChunk)) : 0;
-  const int64_t e0 = r * p.cols + c0;
+  const int64_t e0 = r * p.cols + c0;  // of the element in out; in data: r * p.ld + c0
 
   uint32_t w[4] = {0, 0, 0, 0};
   float v[kChunk];
   if (valid) {
-    const uint8_t* src = p.data + (kFp4 ? e0 / 2 : e0);
+    const int64_t d0 = r * p.ld + c0;
+    const uint8_t* src = p.data + (kFp4 ? d0 / 2 : d0);
     if (n == kChunk && !kFp4 && aligned16(src)) {
       const uint4 u = __ldg(reinterpret_cast<const uint4*>(src));
       w[0] = u.x; w[1] = u.y; w[2] = u.z; w[3] = u.w;
@@ -226,6 +228,7 @@ Status dequantize_cuda(const DequantProblem& p, const Context& ctx) {
   DW_TRY(guard.status());
   DequantParams d{};
   d.data = p.data;
+  d.ld = p.ld;
   d.scales = p.scales;
   d.tensor_scale = p.tensor_scale;
   d.out = p.out;

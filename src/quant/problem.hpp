@@ -52,11 +52,14 @@ struct Matrix {
   }
 };
 
-// One quantized output: `data` (rows, cols) contiguous, its scales in the layout of the format.
+// One quantized output: `data` (rows, cols), rows `ld` codes apart, its scales in the layout of the
+// format.
 struct Target {
   Matrix x;              // the matrix quantized along its rows (x, or x^T for the transposed copy)
   int64_t rows2 = 0;     // kFp8Block128x128: rows per batch (x.shape[-2]); otherwise == x.rows
   uint8_t* data = nullptr;
+  int64_t ld = 0;        // codes from one row of data to the next: x.cols (contiguous) or more
+                         // (data_t's padded rows, 1-byte codes only)
   void* scales = nullptr;  // nullptr: kFp8Tensor's transposed copy (shares the tensor scale)
 };
 
@@ -82,6 +85,7 @@ struct DequantProblem {
   FormatTraits traits{};
   int64_t rows = 0, cols = 0, rows2 = 0;
   const uint8_t* data = nullptr;
+  int64_t ld = 0;  // codes from one row of data to the next: cols, or more (padded 2-D fp8 data)
   const void* scales = nullptr;
   const float* tensor_scale = nullptr;
   void* out = nullptr;  // contiguous (rows, cols)

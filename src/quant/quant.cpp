@@ -148,10 +148,11 @@ Status compute_shapes(std::string_view op, std::string_view xname, const QuantCo
   return Status::Ok();
 }
 
-// An output or packed input: view, dtype, device, exact shape, contiguous.
+// An output or packed input: view, dtype, device, exact shape, contiguous (unless `any_strides`:
+// the caller checks the layout).
 Status check_tensor(std::string_view op, std::string_view name, const TensorView& t,
                     std::initializer_list<DType> dtypes, Device device, const Shape& shape,
-                    std::string_view meaning) {
+                    std::string_view meaning, bool any_strides = false) {
   DW_TRY(detail::check_view(op, name, t));
   DW_TRY(detail::check_dtype(op, name, t, dtypes));
   if (t.device != device) {
@@ -164,7 +165,32 @@ Status check_tensor(std::string_view op, std::string_view name, const TensorView
     return arg_error(op, name, "shape " + shape_string(shape) + " (" + std::string(meaning) + ")",
                      shape_string(t));
   }
+  if (any_strides) return Status::Ok();
   return detail::check_contiguous(op, name, t);
+}
+
+// The row stride, in codes, of a code tensor (..., cols): cols when it is contiguous; fp8 codes
+// may also come as a 2-D (rows, cols) view whose rows lie further apart (unit stride along a
+// row), e.g. the transposed copy's rows padded to 16 bytes so that a GEMM's TMA loads can read
+// them. fp4 codes pack two per byte and must be contiguous.
+Status code_rows(std::string_view op, std::string_view name, const TensorView& t, bool fp4,
+                 int64_t* ld) {
+  const int64_t cols = t.ndim == 0 ? 1 : t.shape[t.ndim - 1];
+  if (t.is_contiguous()) {
+    *ld = cols;
+    return Status::Ok();
+  }
+  if (!fp4 && t.ndim == 2 && (cols <= 1 || t.strides[1] == 1) && t.strides[0] >= cols) {
+    *ld = t.strides[0];
+    return Status::Ok();
+  }
+  if (fp4) {
+    return arg_error(op, name, "a contiguous tensor (fp4 codes pack two per byte)", t.describe());
+  }
+  return arg_error(op, name,
+                   "a contiguous tensor, or a 2-D one with unit stride along its rows and rows "
+                   "at least " + std::to_string(cols) + " codes apart (padded rows)",
+                   t.describe());
 }
 
 quant::Matrix matrix_of(const TensorView& x) {
@@ -256,6 +282,7 @@ Status quantize_impl(const QuantizeArgs& a, const Context& ctx) {
     return arg_error(op, "scales_t", "none when 'data_t' is not given", "a tensor");
   }
   const bool transpose = a.data_t != nullptr;
+  int64_t ld_t = 0;  // data_t's row stride in codes
   QuantShapes shapes;
   DW_TRY(compute_shapes(op, "x", a.config, shape_of(a.x), transpose, &shapes));
   const FormatTraits t = quant::format_traits(a.config.format);
@@ -272,7 +299,8 @@ Status quantize_impl(const QuantizeArgs& a, const Context& ctx) {
   if (a.tensor_scale) outs.push_back({"tensor_scale", a.tensor_scale});
   if (transpose) {
     DW_TRY(check_tensor(op, "data_t", *a.data_t, {a.data.dtype}, dev, shapes.data_t,
-                        "(K, R), with the dtype of 'data'"));
+                        "(K, R), with the dtype of 'data'", true));
+    DW_TRY(code_rows(op, "data_t", *a.data_t, t.fp4, &ld_t));
     outs.push_back({"data_t", a.data_t});
     if (a.config.format == QuantFormat::kFp8Tensor) {
       if (a.scales_t != nullptr) {
@@ -304,6 +332,7 @@ Status quantize_impl(const QuantizeArgs& a, const Context& ctx) {
   p.main.rows2 = a.x.ndim >= 2 ? a.x.shape[a.x.ndim - 2] : 1;
   if (a.config.format != QuantFormat::kFp8Block128x128) p.main.rows2 = p.main.x.rows;
   p.main.data = static_cast<uint8_t*>(a.data.data);
+  p.main.ld = p.main.x.cols;
   p.main.scales = a.scales.data;
   if (p.format == QuantFormat::kFp8Tensor) p.tensor_scale = static_cast<float*>(a.scales.data);
   if (p.format == QuantFormat::kNvfp4) p.tensor_scale = static_cast<float*>(a.tensor_scale->data);
@@ -321,6 +350,7 @@ Status quantize_impl(const QuantizeArgs& a, const Context& ctx) {
     xt.col_stride = a.x.strides[0];
     p.transposed.rows2 = xt.rows;
     p.transposed.data = static_cast<uint8_t*>(a.data_t->data);
+    p.transposed.ld = ld_t;
     p.transposed.scales = a.scales_t ? a.scales_t->data : nullptr;
   }
   if (cuda) return quant::quantize_cuda(p, ctx);
@@ -338,7 +368,7 @@ Status build_dequant(std::string_view op, const std::string& prefix, const Tenso
   DW_TRY(detail::check_dtype(op, dname, data, elem_dtypes(t)));
   QuantShapes shapes;
   DW_TRY(compute_shapes(op, dname, config, shape_of(data), false, &shapes));
-  DW_TRY(detail::check_contiguous(op, dname, data));
+  DW_TRY(code_rows(op, dname, data, t.fp4, &p->ld));
   const Device dev = data.device;
   DW_TRY(check_tensor(op, sname, scales, scale_dtypes(t), dev, shapes.scales,
                       std::string(quant_format_name(config.format)) + " scales"));

@@ -7,8 +7,8 @@
 // `tiles_per_cta` tiles of 128 rows x kTK columns (kTK = 128 for the 128-long groups of
 // kFp8Block1x128 / kFp8Block128x128, 64 otherwise) down one column strip of x, double-buffered
 // when it walks more than one (one tile buffer otherwise): the 16-byte cp.async loads of tile t+1
-// are in flight while tile t is encoded (edge and unaligned tiles are loaded with plain element
-// loads, zero-filled: zeros do not change an amax).
+// are in flight while tile t is encoded (edge tiles too, the units outside x zero-filled; only an
+// x whose rows are not 16-byte aligned is loaded with plain element loads).
 // Per tile:
 //  0. kFp8Block128x128: the tile's amax (block reduce) is the block's scale.
 //  1. rows: each thread encodes 16-element chunks of tile rows (group amax over kBlock/16
@@ -24,7 +24,8 @@
 // different bank groups; the row pass and cp.async move whole units.
 // Amaxes of 16-bit inputs are taken on packed pairs (__vmaxu2 of |x| bits: the bits of
 // non-negative bf16/f16 values order like the values, NaN above Inf), one instruction per two
-// elements. When the rows of data_t are not 16-byte aligned (R % 16 != 0) the column codes go
+// elements. data_t's rows are ld_t codes apart (>= R: the Python API pads them to 16 bytes).
+// When they do not start 16-byte aligned (ld_t % 16 != 0) the column codes go
 // through a per-warp stage in shared memory (the warp that encoded its 8 columns writes them out,
 // behind __syncwarp) and 8 lanes write each data_t row segment: 16-byte stores from its first
 // 16-byte boundary on, bytes before and after (instead of 16 single-byte stores per lane).
@@ -55,12 +56,13 @@ struct TileParams {
   int64_t tiles_per_cta;    // consecutive row tiles one CTA walks
   uint8_t* data;    // (R, K) codes
   void* scales;     // its scales (kFp8Row: the finished per-row scales)
-  uint8_t* data_t;  // (K, R) codes, or null (no transposed copy)
+  uint8_t* data_t;  // (K, R) codes, rows ld_t apart, or null (no transposed copy)
+  int64_t ld_t;     // codes between rows of data_t (>= R; a multiple of 16 avoids the stage)
   void* scales_t;   // its scales (kFp8Row: the finished per-column scales of x)
   const uint32_t* amax;  // tensor amax bits (kFp8Tensor, kNvfp4)
   bool rceil, pow2, swizzle;
   bool vec_ok;      // x and its rows are 16-byte aligned: 16-byte loads on full tiles
-  bool stage_t;     // data_t rows are not 16-byte aligned: stage its codes in shared memory
+  bool stage_t;     // data_t rows do not start 16-byte aligned: stage its codes in shared memory
   int nbuf;         // tile buffers: 2 (double-buffered) when a CTA walks more than one tile, else 1
   int64_t C, Ct;    // scale columns of data (per row of x) and of data_t (per column of x)
   int64_t tile_row0;  // first CTA row of this launch (gridDim.y is at most 65535)
@@ -256,27 +258,30 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
       nrows = static_cast<int>(min(int64_t{kTileR}, p.R - r0));
     }
   };
-  auto full = [&](int64_t t) {
-    int64_t r0;
-    int nrows;
-    tile_rows(t, r0, nrows);
-    return p.vec_ok && nrows == kTileR && ncols == TK;
-  };
-  auto issue = [&](int64_t t, uint8_t* buf) {  // cp.async of a full tile, one commit group
+  // With x's rows 16-byte aligned (vec_ok) every tile loads by 16-byte cp.async, edge tiles too:
+  // a 16-byte unit lies wholly inside x or wholly outside it (K is a multiple of 16 bytes), and
+  // units outside are zeroed in shared memory (zeros do not change an amax). Otherwise a tile is
+  // loaded element by element after the previous one.
+  auto issue = [&](int64_t t, uint8_t* buf) {  // one commit group
     const int tid = thread_index();
     int64_t r0;
     int nrows;
     tile_rows(t, r0, nrows);
+    const int units_in = ncols * static_cast<int>(sizeof(In)) / 16;  // of a row, inside x
     const uint8_t* src = static_cast<const uint8_t*>(p.x) + (r0 * p.K + c0) * sizeof(In);
 #pragma unroll
     for (int i = 0; i < S::kLoads; ++i) {
       const int q = tid + i * kThreads, rr = q / S::kUnitsPerRow, u = q % S::kUnitsPerRow;
-      cp_async16(buf + S::unit_at(rr, u), src + (rr * p.K) * sizeof(In) + u * 16);
+      if (rr < nrows && u < units_in) {
+        cp_async16(buf + S::unit_at(rr, u), src + (rr * p.K) * sizeof(In) + u * 16);
+      } else {
+        *reinterpret_cast<uint4*>(buf + S::unit_at(rr, u)) = make_uint4(0, 0, 0, 0);
+      }
     }
     cp_async_commit();
   };
 
-  if (t_begin < t_end && full(t_begin)) issue(t_begin, smem_raw);
+  if (t_begin < t_end && p.vec_ok) issue(t_begin, smem_raw);
   for (int64_t t = t_begin; t < t_end; ++t) {
     // A fresh copy of the thread index per tile: values derived from it are recomputed per tile
     // instead of being hoisted out of this loop and held in registers across it.
@@ -284,12 +289,12 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
     const int slot = static_cast<int>((t - t_begin) & 1);
     uint8_t* const tile = smem_raw + slot * S::kTileBytes;
     // the other buffer's last reader finished at the __syncthreads ending the previous tile
-    const bool next = t + 1 < t_end && full(t + 1);
+    const bool next = t + 1 < t_end && p.vec_ok;
     if (next) issue(t + 1, smem_raw + (slot ^ 1) * S::kTileBytes);
     int64_t r0;
     int nrows;
     tile_rows(t, r0, nrows);
-    if (full(t)) {
+    if (p.vec_ok) {
       if (next) {
         cp_async_wait<1>();
       } else {
@@ -441,7 +446,7 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
               *reinterpret_cast<uint4*>(stage + (2 * (cp & 3) + h) * kTileR + ch * kChunk) =
                   make_uint4(w[0], w[1], w[2], w[3]);
             } else {
-              store_chunk<E>(p.data_t, k * p.R + r, nr, w);
+              store_chunk<E>(p.data_t, k * p.ld_t + r, nr, w);
             }
           }
         }
@@ -453,7 +458,7 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
             const int lc = ((tid >> 3) & 3) + 4 * pass;  // local column
             const int cc = 8 * (tid >> 5) + 64 * i + lc;
             if (cc >= ncols) continue;
-            uint8_t* dst = p.data_t + (c0 + cc) * p.R + r0;
+            uint8_t* dst = p.data_t + (c0 + cc) * p.ld_t + r0;
             const uint8_t* src = stage + lc * kTileR;
             // bytes up to dst's first 16-byte boundary, whole 16-byte units, then the rest
             const int head = min(
@@ -618,6 +623,7 @@ TileParams tile_params(const Problem& p, const uint32_t* amax, int sm_count) {
   c.scales = p.main.scales;
   if (p.has_transposed) {
     c.data_t = p.transposed.data;
+    c.ld_t = p.transposed.ld;
     c.scales_t = p.transposed.scales;
   }
   c.amax = amax;
@@ -630,7 +636,7 @@ TileParams tile_params(const Problem& p, const uint32_t* amax, int sm_count) {
   const int in_size = p.main.x.dtype == DType::kF32 ? 4 : 2;
   c.vec_ok = (reinterpret_cast<uintptr_t>(c.x) & 15u) == 0 && (c.K * in_size) % 16 == 0;
   c.stage_t = c.data_t && !p.traits.fp4 &&
-              ((reinterpret_cast<uintptr_t>(c.data_t) & 15u) != 0 || c.R % 16 != 0);
+              ((reinterpret_cast<uintptr_t>(c.data_t) & 15u) != 0 || c.ld_t % 16 != 0);
   // About four waves of CTAs at 4 CTAs per SM, each walking 1..4 tiles (double-buffered).
   const bool wide = p.format == QuantFormat::kFp8Block1x128 ||
                     p.format == QuantFormat::kFp8Block128x128;

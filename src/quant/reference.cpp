@@ -24,11 +24,13 @@ void load_row(const Matrix& x, int64_t r, float* dst) {
   detail::load_row(x.data, x.dtype, x.row_offset(r), x.col_stride, x.cols, dst);
 }
 
-// Writes one row of codes (one per element) into the contiguous (rows, cols) data buffer. fp4 rows
-// have an even length, so no byte is shared by two rows (rows run in parallel).
-void store_codes(uint8_t* data, bool fp4, int64_t r, int64_t cols, const uint8_t* codes) {
+// Writes one row of codes (one per element) into the (rows, cols) data buffer whose rows are `ld`
+// codes apart (== cols for fp4). fp4 rows have an even length, so no byte is shared by two rows
+// (rows run in parallel).
+void store_codes(uint8_t* data, bool fp4, int64_t r, int64_t cols, int64_t ld,
+                 const uint8_t* codes) {
   if (!fp4) {
-    std::memcpy(data + r * cols, codes, static_cast<size_t>(cols));
+    std::memcpy(data + r * ld, codes, static_cast<size_t>(cols));
     return;
   }
   uint8_t* row = data + r * cols / 2;
@@ -99,7 +101,7 @@ void quantize_rows(const Problem& p, const Target& t, float tensor_value) {
           }
         }
       }
-      store_codes(t.data, p.traits.fp4, r, K, codes.data());
+      store_codes(t.data, p.traits.fp4, r, K, t.ld, codes.data());
     }
   });
 }
@@ -132,7 +134,7 @@ void quantize_blocks(const Problem& p, const Target& t) {
       for (int64_t r = r0; r < r1; ++r) {
         load_row(x, r, row.data());
         for (int64_t c = 0; c < K; ++c) codes[c] = encode_scaled(p.elem, row[c], band_scales[c / 128]);
-        store_codes(t.data, false, r, K, codes.data());
+        store_codes(t.data, false, r, K, t.ld, codes.data());
       }
     }
   });
@@ -174,7 +176,7 @@ Status dequantize_cpu(const DequantProblem& p) {
   detail::parallel_for(p.rows, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       for (int64_t c = 0; c < K; ++c) {
-        const uint8_t q = load_code(p.data, p.traits.fp4, r * K + c);
+        const uint8_t q = load_code(p.data, p.traits.fp4, r * p.ld + c);
         const int64_t si = scale_index(p.format, p.swizzle, block, p.rows2, K, r, c);
         float v;
         if (p.format == QuantFormat::kNvfp4) {

@@ -462,6 +462,63 @@ TEST(QuantReference, TransposedCopy) {
   }
 }
 
+// FP8 data_t with padded rows (unit stride along R, rows ld > R codes apart): the codes are
+// those of the contiguous copy, the padding bytes stay untouched, and dequantize reads the same
+// padded view back.
+TEST(QuantReference, TransposedCopyWithPaddedRows) {
+  std::mt19937_64 rng(dwtest::test_seed());
+  const int64_t R = 37, K = 160;
+  for (int64_t ld : {int64_t{48}, int64_t{40}}) {  // 16-byte rows, and rows at odd offsets
+    auto x = randn(R * K, rng);
+    for (int fi = 0; fi <= 4; ++fi) {  // the FP8 formats (MX: R % 32 != 0 has no transposed copy)
+      const auto f = static_cast<QuantFormat>(fi);
+      if (f == QuantFormat::kMxfp8) continue;
+      Quantized dense(f32_view(x, {R, K}), cfg(f), DType::kE4M3, true);
+      std::vector<uint8_t> padded(static_cast<size_t>(K * ld), 0xcd);
+      TensorView vpad = TensorView::strided(padded.data(), DType::kE4M3, {K, R}, {ld, 1});
+      // poisoned like Quantized's buffers (one byte past the end included)
+      std::vector<uint8_t> data(R * K), scales(dense.scales.size(), 0xcd),
+          scales_t(dense.scales_t.size(), 0xcd);
+      TensorView vdata = dense.vdata, vscales = dense.vscales, vscales_t = dense.vscales_t;
+      vdata.data = data.data();
+      vscales.data = scales.data();
+      vscales_t.data = scales_t.data();
+      QuantizeArgs a;
+      a.x = f32_view(x, {R, K});
+      a.data = vdata;
+      a.scales = vscales;
+      a.data_t = &vpad;
+      if (f != QuantFormat::kFp8Tensor) a.scales_t = &vscales_t;
+      a.config = cfg(f);
+      Status st = quantize(a);
+      ASSERT_TRUE(st.ok()) << st.message();
+      EXPECT_EQ(scales_t, dense.scales_t) << quant_format_name(f);
+      for (int64_t k = 0; k < K; ++k) {
+        for (int64_t r = 0; r < ld; ++r) {
+          const uint8_t want = r < R ? dense.data_t[k * R + r] : 0xcd;
+          ASSERT_EQ(padded[k * ld + r], want) << quant_format_name(f) << " ld " << ld << " at "
+                                              << k << ", " << r;
+        }
+      }
+      // dequantize of the padded view == dequantize of the dense copy
+      std::vector<float> out_pad(K * R), out_dense(K * R);
+      DequantizeArgs d;
+      d.data = vpad;
+      d.scales = f == QuantFormat::kFp8Tensor ? dense.vscales : dense.vscales_t;
+      d.out = TensorView::contiguous(out_pad.data(), DType::kF32, {K, R});
+      d.config = cfg(f);
+      st = dequantize(d);
+      ASSERT_TRUE(st.ok()) << st.message();
+      d.data = dense.vdata_t;
+      d.out.data = out_dense.data();
+      st = dequantize(d);
+      ASSERT_TRUE(st.ok()) << st.message();
+      EXPECT_EQ(0, std::memcmp(out_pad.data(), out_dense.data(), out_pad.size() * 4))
+          << quant_format_name(f);
+    }
+  }
+}
+
 // torchao's to_blocked(): view (Rt, 128, Ct, 4) -> permute (0, 2, 1, 3) -> (Rt*Ct, 4, 32, 4)
 // -> transpose(1, 2) -> (Rt*Ct, 32, 16), written out as explicit loops over that index space.
 std::vector<uint8_t> to_blocked_oracle(const std::vector<uint8_t>& s, int64_t R, int64_t C) {

@@ -276,6 +276,36 @@ TEST(QuantValidation, DataTDtype) {
   expect_error(q.run(), StatusCode::kInvalidDType, "data_t", "e4m3");
 }
 
+TEST(QuantValidation, DataTPaddedRows) {
+  Q q;  // FP8: rows of data_t may lie further apart than R codes (unit stride along R)
+  alignas(64) static uint8_t padded[K * (R + 16)];
+  q.vdt = TensorView::strided(padded, DType::kE4M3, {K, R}, {R + 16, 1});
+  EXPECT_TRUE(q.run().ok()) << q.run().message();
+  q.vdt = TensorView::strided(padded, DType::kE4M3, {K, R}, {R + 3, 1});
+  EXPECT_TRUE(q.run().ok()) << q.run().message();
+}
+
+TEST(QuantValidation, DataTRowsTooClose) {
+  Q q;
+  q.vdt = TensorView::strided(q.data_t, DType::kE4M3, {K, R}, {R - 1, 1});
+  expect_error(q.run(), StatusCode::kInvalidArgument, "data_t", "at least 64 codes apart");
+}
+
+TEST(QuantValidation, DataTStrideAlongRows) {
+  Q q;
+  q.vdt = TensorView::strided(q.data_t, DType::kE4M3, {K, R}, {1, K});
+  expect_error(q.run(), StatusCode::kInvalidArgument, "data_t", "unit stride along its rows");
+}
+
+TEST(QuantValidation, Fp4DataTContiguous) {
+  Q q;  // MXFP4 with the transposed copy: e2m1 codes, packed, so no padded rows
+  alignas(64) static uint8_t padded[K * (R + 32)];
+  q.a.config.format = QuantFormat::kMxfp4;
+  q.a.data.dtype = DType::kE2M1;
+  q.vdt = TensorView::strided(padded, DType::kE2M1, {K, R}, {R + 32, 1});
+  expect_error(q.run(), StatusCode::kInvalidArgument, "data_t", "fp4 codes pack two per byte");
+}
+
 TEST(QuantValidation, ScalesTRequired) {
   Q q;
   q.a.scales_t = nullptr;
@@ -354,6 +384,15 @@ TEST(DequantValidation, DataContiguous) {
   D d;
   d.a.data = TensorView::strided(d.data, DType::kE4M3, {R, K}, {1, R});
   expect_error(d.run(), StatusCode::kInvalidArgument, "data", "contiguous");
+}
+
+TEST(DequantValidation, DataPaddedRows) {
+  D d;  // 2-D FP8 data with padded rows is read in place
+  alignas(64) static uint8_t padded[R * (K + 16)] = {};
+  d.a.data = TensorView::strided(padded, DType::kE4M3, {R, K}, {K + 16, 1});
+  EXPECT_TRUE(d.run().ok()) << d.run().message();
+  d.a.data = TensorView::strided(padded, DType::kE4M3, {R, K}, {K - 8, 1});
+  expect_error(d.run(), StatusCode::kInvalidArgument, "data", "at least 64 codes apart");
 }
 
 TEST(DequantValidation, ScalesShape) {

@@ -471,6 +471,45 @@ def test_transposed_copy_matches_oracle_of_transpose(fmt, elem, rule, seed):
             np.testing.assert_array_equal(s, scales_t)
 
 
+@pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_row", "fp8_block1x128", "fp8_block128x128"])
+@pytest.mark.parametrize("lib", ["torch", "numpy"])
+def test_transposed_copy_rows_padded_to_16_bytes(fmt, lib, seed):
+    """R % 16 != 0: data_t is a (K, R) view whose rows start round_up(R, 16) codes apart (what
+    GEMMs' TMA loads need); its codes are the oracle's for x^T, and dequantize reads the view in
+    place. R % 16 == 0 keeps a contiguous data_t."""
+    rng = np.random.default_rng(seed)
+    for R, ld in ((37, 48), (32, 32), (1, 16)):
+        x = make_input((R, 64), rng, nonfinite=False)
+        res = deepwell.quantize(torch.from_numpy(x) if lib == "torch" else x, fmt, transpose=True)
+        data_t = res[2]
+        if lib == "torch":
+            strides = data_t.stride()
+        else:
+            strides = tuple(n // data_t.itemsize for n in data_t.strides)
+        assert tuple(data_t.shape) == (64, R) and strides[0] == ld, (R, strides)
+        assert R == 1 or strides[1] == 1
+        codes_t, _, _ = oracle_quantize(np.ascontiguousarray(x.T), fmt, "e4m3", "floor")
+        np.testing.assert_array_equal(codes_of(data_t, fmt), codes_t)
+        scales_t = res[1] if fmt == "fp8_tensor" else res[3]
+        dense = data_t.contiguous() if lib == "torch" else np.ascontiguousarray(data_t)
+        got = deepwell.dequantize(data_t, scales_t, fmt)
+        want = deepwell.dequantize(dense, scales_t, fmt)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_padded_rows_rejected_for_fp4_and_column_strides():
+    """dequantize reads FP8 data with padded rows; fp4 data and other layouts get a clear error."""
+    x = torch.randn(64, 64)
+    data, scales, ts = deepwell.quantize(x, "nvfp4")
+    wide = torch.zeros(64, 48, dtype=torch.uint8)
+    wide[:, :32] = data
+    with pytest.raises(ValueError, match="data.*contiguous"):
+        deepwell.dequantize(wide[:, :32], scales, "nvfp4", tensor_scale=ts)
+    q, s = deepwell.quantize(x, "fp8_block1x128")
+    with pytest.raises(ValueError, match="data.*unit stride along its rows"):
+        deepwell.dequantize(q.t().contiguous().t(), s, "fp8_block1x128")
+
+
 @pytest.mark.parametrize("fmt", ["mxfp8", "mxfp4", "nvfp4"])
 def test_swizzled_scales(fmt, seed):
     rng = np.random.default_rng(seed)

@@ -140,6 +140,64 @@ def test_transposed_copy_bit_identical(fmt, elem, rule, dtype, seed):
                     f"{fmt} {elem} {rule} {(R, K)} transposed")
 
 
+def quantize_with_data_t_rows(x, fmt, ld, offset=0):
+    """quantize(x, fmt, transpose=True), with data_t written into a (K, R) view of the caller's
+    buffer whose rows are ld codes apart, starting `offset` bytes into it, through the native entry
+    (the Python wrapper always pads to 16 bytes). Returns the outputs and the whole buffer."""
+    from deepwell import _tensors as T
+    from deepwell import quant as Q
+
+    out = list(deepwell.quantize(x, fmt, transpose=True))  # every other output, freshly written
+    R, K = x.shape
+    buf = torch.full((offset + K * ld + 16,), 0x5A, dtype=torch.uint8, device=x.device)
+    data_t = buf[offset:offset + K * ld].view(K, ld)[:, :R].view(out[0].dtype)
+    scales_t = None if fmt == "fp8_tensor" else out[3]
+    Q._native().quantize(T.describe(x, "x"), T.describe(out[0], "data"),
+                         T.describe(out[1], "scales"), None, T.describe(data_t, "data_t"),
+                         T.describe(scales_t, "scales_t"), None, Q._format(fmt), 0, False, False,
+                         T.stream_of(x))
+    out[2] = data_t
+    return out, buf
+
+
+@pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_row", "fp8_block1x128", "fp8_block128x128"])
+def test_transposed_copy_any_row_stride(fmt, seed):
+    """data_t rows at any stride >= R, 16-byte aligned (the direct stores) or not (the staged
+    stores), at aligned and odd base addresses: the codes equal the CPU reference's and no byte
+    outside the (K, R) view is written."""
+    gen = torch.Generator().manual_seed(seed)
+    for R, K in ((131, 160), (1000, 256), (17, 64)):
+        x = make_input((R, K), gen, nonfinite=fmt != "fp8_tensor").bfloat16()
+        want = deepwell.quantize(x, fmt, transpose=True)
+        pad16 = (R + 15) // 16 * 16
+        for ld, offset in ((R, 0), (R + 3, 0), (pad16, 0), (pad16 + 16, 0), (pad16, 5)):
+            got, buf = quantize_with_data_t_rows(x.cuda(), fmt, ld, offset)
+            assert_same(got, want, f"{fmt} {(R, K)} ld {ld} offset {offset}")
+            inside = torch.zeros(buf.numel(), dtype=torch.bool)
+            rows = torch.arange(K).unsqueeze(1) * ld + offset
+            inside[(rows + torch.arange(R)).reshape(-1)] = True
+            outside = buf.cpu()[~inside]
+            assert bool((outside == 0x5A).all()), f"{fmt} ld {ld}: bytes outside data_t written"
+
+
+def test_gemm_fp8_reads_padded_transposed_copy(seed):
+    """The weight-gradient GEMM dW = dY^T X straight from the transposed copies of an odd number
+    of tokens (R = 1000: rows padded to 1008 bytes), against the decoded operands in float64."""
+    gen = torch.Generator().manual_seed(seed)
+    R, K, N = 1000, 256, 192
+    x = torch.randn(R, K, generator=gen).bfloat16().cuda()
+    dy = torch.randn(R, N, generator=gen).bfloat16().cuda()
+    xq, xs, xt = deepwell.quantize(x, "fp8_tensor", transpose=True)
+    dq, ds, dyt = deepwell.quantize(dy, "fp8_tensor", transpose=True)
+    assert xt.stride() == (1008, 1) and dyt.stride() == (1008, 1)
+    ref = (deepwell.dequantize(dyt, ds, "fp8_tensor").double()
+           @ deepwell.dequantize(xt, xs, "fp8_tensor").double().t())
+    for out_dtype, tol in ((torch.bfloat16, 1e-2), (torch.float32, 1e-5)):
+        dw = deepwell.gemm_fp8(dyt, xt.t(), ds, xs, granularity="tensor", out_dtype=out_dtype)
+        err = ((dw.double() - ref).norm() / ref.norm()).item()
+        assert dw.shape == (N, K) and err < tol, (out_dtype, err)
+
+
 @pytest.mark.parametrize("fmt", ["mxfp8", "mxfp4", "nvfp4"])
 def test_swizzled_bit_identical(fmt, seed):
     gen = torch.Generator().manual_seed(seed)
