@@ -127,10 +127,11 @@ def quantize(x, format: str = "mxfp8", *, rule: str = "floor", elem: str = "e4m3
     mxfp4 or nvfp4. rule: the MX scale rule, "floor" (OCP) or "rceil" (NVIDIA, never clips).
     elem: "e4m3" or "e5m2" for the FP8 formats (mxfp4 and nvfp4 are always e2m1).
     transpose: also return quantize(x.T) of a 2-D x (R, K), e.g. a weight quantized once for both
-    K-major uses. For the FP8 formats, when R is not a multiple of 16, data_t is a (K, R) view
-    with strides (round_up(R, 16), 1): its rows start 16 bytes apart, as GEMMs' TMA loads need
-    (deepwell.gemm_fp8, torch._scaled_mm) and as the kernel writes fastest; the padding bytes
-    are not written (data_t.contiguous() gives a dense copy). swizzle: MX/NVFP4 scales in the 128x4 layout of Blackwell block-scaled MMA,
+    K-major uses. For the FP8 formats, when R is not a multiple of 32, data_t is a (K, R) view
+    with strides (round_up(R, 32), 1): GEMMs' TMA loads need rows on 16-byte boundaries
+    (deepwell.gemm_fp8, torch._scaled_mm take the view as it is), and rows on 32-byte sectors
+    are written fastest; the padding bytes are not written (data_t.contiguous() gives a dense
+    copy). swizzle: MX/NVFP4 scales in the 128x4 layout of Blackwell block-scaled MMA,
     shaped (ceil(R/128), ceil(K/block/4), 32, 16). pow2_scales: FP32 scales rounded up to powers
     of two. amax (fp8_tensor and nvfp4 only): a float32 tensor of one element on x's device, the
     amax to scale by when it is known beforehand (delayed scaling: an earlier step's amax); the
@@ -172,8 +173,8 @@ def quantize(x, format: str = "mxfp8", *, rule: str = "floor", elem: str = "e4m3
         t = _alloc(x, shape, elem_code)
         return t, fresh(t, elem_code, shape)
 
-    def alloc_padded_rows(shape):  # fp8 codes (K, R), rows 16-byte aligned
-        ld = (shape[1] + 15) // 16 * 16
+    def alloc_padded_rows(shape):  # fp8 codes (K, R), rows on 32-byte boundaries
+        ld = (shape[1] + 31) // 32 * 32
         t = _alloc(x, (shape[0], ld), elem_code)[:, :shape[1]]
         ptr = t.data_ptr() if T.is_torch(t) else t.__array_interface__["data"][0]
         return t, (ptr, elem_code, xd[2], xd[3], shape, (ld, 1))
@@ -188,7 +189,7 @@ def quantize(x, format: str = "mxfp8", *, rule: str = "floor", elem: str = "e4m3
     data_t = scales_t = None
     dtdesc = stdesc = None
     if transpose:
-        if elem_code != T.E2M1 and data_t_shape[1] % 16:
+        if elem_code != T.E2M1 and data_t_shape[1] % 32:
             data_t, dtdesc = alloc_padded_rows(data_t_shape)
         else:
             data_t, dtdesc = alloc_data(data_t_shape)

@@ -171,7 +171,7 @@ Status check_tensor(std::string_view op, std::string_view name, const TensorView
 
 // The row stride, in codes, of a code tensor (..., cols): cols when it is contiguous; fp8 codes
 // may also come as a 2-D (rows, cols) view whose rows lie further apart (unit stride along a
-// row), e.g. the transposed copy's rows padded to 16 bytes so that a GEMM's TMA loads can read
+// row), e.g. the transposed copy's rows padded to 32 bytes so that a GEMM's TMA loads can read
 // them. fp4 codes pack two per byte and must be contiguous.
 Status code_rows(std::string_view op, std::string_view name, const TensorView& t, bool fp4,
                  int64_t* ld) {

@@ -24,7 +24,7 @@
 // different bank groups; the row pass and cp.async move whole units.
 // Amaxes of 16-bit inputs are taken on packed pairs (__vmaxu2 of |x| bits: the bits of
 // non-negative bf16/f16 values order like the values, NaN above Inf), one instruction per two
-// elements. data_t's rows are ld_t codes apart (>= R: the Python API pads them to 16 bytes).
+// elements. data_t's rows are ld_t codes apart (>= R: the Python API pads them to 32 bytes).
 // When they do not start 16-byte aligned (ld_t % 16 != 0) the column codes go
 // through a per-warp stage in shared memory (the warp that encoded its 8 columns writes them out,
 // behind __syncwarp) and 8 lanes write each data_t row segment: 16-byte stores from its first

@@ -473,12 +473,12 @@ def test_transposed_copy_matches_oracle_of_transpose(fmt, elem, rule, seed):
 
 @pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_row", "fp8_block1x128", "fp8_block128x128"])
 @pytest.mark.parametrize("lib", ["torch", "numpy"])
-def test_transposed_copy_rows_padded_to_16_bytes(fmt, lib, seed):
-    """R % 16 != 0: data_t is a (K, R) view whose rows start round_up(R, 16) codes apart (what
-    GEMMs' TMA loads need); its codes are the oracle's for x^T, and dequantize reads the view in
-    place. R % 16 == 0 keeps a contiguous data_t."""
+def test_transposed_copy_rows_padded_to_32_bytes(fmt, lib, seed):
+    """R % 32 != 0: data_t is a (K, R) view whose rows start round_up(R, 32) codes apart (GEMMs'
+    TMA loads need 16-byte rows; 32-byte ones are written fastest); its codes are the oracle's
+    for x^T, and dequantize reads the view in place. R % 32 == 0 keeps a contiguous data_t."""
     rng = np.random.default_rng(seed)
-    for R, ld in ((37, 48), (32, 32), (1, 16)):
+    for R, ld in ((37, 64), (32, 32), (48, 64), (1, 32)):
         x = make_input((R, 64), rng, nonfinite=False)
         res = deepwell.quantize(torch.from_numpy(x) if lib == "torch" else x, fmt, transpose=True)
         data_t = res[2]
