@@ -135,4 +135,50 @@ TEST(QuantCApi, TransposedCopyAndRule) {
   EXPECT_TRUE(error_has("argument 'rule'"));
 }
 
+// FP8 data_t with padded rows through the C ABI: strides {ld, 1}, ld >= R; then dequantize reads
+// that view back. Rows closer than R codes are rejected with the argument's name.
+TEST(QuantCApi, TransposedCopyWithPaddedRows) {
+  const int64_t R = 20, K = 128, ld = 32;
+  const int64_t xs[2] = {R, K}, ts_[2] = {K, R}, tstr[2] = {ld, 1}, ss[2] = {R, 1}, sst[2] = {K, 1};
+  float x[R * K], back[K * R];
+  for (int i = 0; i < R * K; ++i) x[i] = std::cos(0.11f * i) * 40.0f;
+  uint8_t data[R * K], data_t[K * ld];
+  float sc[R], sc_t[K];
+  for (auto& b : data_t) b = 0xcd;
+  dw_tensor tx{x, xs, nullptr, 2, DW_DTYPE_F32, DW_DEVICE_CPU, 0};
+  dw_tensor td{data, xs, nullptr, 2, DW_DTYPE_E4M3, DW_DEVICE_CPU, 0};
+  dw_tensor tdt{data_t, ts_, tstr, 2, DW_DTYPE_E4M3, DW_DEVICE_CPU, 0};
+  dw_tensor tsc{sc, ss, nullptr, 2, DW_DTYPE_F32, DW_DEVICE_CPU, 0};
+  dw_tensor tsct{sc_t, sst, nullptr, 2, DW_DTYPE_F32, DW_DEVICE_CPU, 0};
+  dw_quantize_args q{};
+  q.struct_size = sizeof q;
+  q.x = &tx;
+  q.data = &td;
+  q.scales = &tsc;
+  q.data_t = &tdt;
+  q.scales_t = &tsct;
+  q.format = DW_QUANT_FP8_BLOCK_1X128;
+  ASSERT_EQ(dw_quantize(&q, nullptr), DW_STATUS_OK) << dw_last_error();
+  for (int64_t k = 0; k < K; ++k) {
+    for (int64_t r = R; r < ld; ++r) ASSERT_EQ(data_t[k * ld + r], 0xcd) << "padding written";
+  }
+  dw_tensor tback{back, ts_, nullptr, 2, DW_DTYPE_F32, DW_DEVICE_CPU, 0};
+  dw_dequantize_args d{};
+  d.struct_size = sizeof d;
+  d.data = &tdt;
+  d.scales = &tsct;
+  d.out = &tback;
+  d.format = DW_QUANT_FP8_BLOCK_1X128;
+  ASSERT_EQ(dw_dequantize(&d, nullptr), DW_STATUS_OK) << dw_last_error();
+  for (int64_t k = 0; k < K; ++k) {  // x^T within e4m3's 3-bit mantissa
+    for (int64_t r = 0; r < R; ++r) {
+      EXPECT_NEAR(back[k * R + r], x[r * K + k], std::fabs(x[r * K + k]) / 16 + 40.0f / 448 * 2);
+    }
+  }
+  const int64_t close[2] = {R - 1, 1};
+  tdt.strides = close;
+  EXPECT_EQ(dw_quantize(&q, nullptr), DW_STATUS_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_has("argument 'data_t'")) << dw_last_error();
+}
+
 }  // namespace
