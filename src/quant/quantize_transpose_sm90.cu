@@ -61,7 +61,7 @@ struct TileParams {
   void* scales_t;   // its scales (kFp8Row: the finished per-column scales of x)
   const uint32_t* amax;  // tensor amax bits (kFp8Tensor, kNvfp4)
   bool rceil, pow2, swizzle;
-  bool vec_ok;      // x and its rows are 16-byte aligned: 16-byte loads on full tiles
+  bool vec_ok;      // x and its rows are 16-byte aligned: every tile loads by 16-byte cp.async
   bool stage_t;     // data_t rows do not start 16-byte aligned: stage its codes in shared memory
   int nbuf;         // tile buffers: 2 (double-buffered) when a CTA walks more than one tile, else 1
   int64_t C, Ct;    // scale columns of data (per row of x) and of data_t (per column of x)

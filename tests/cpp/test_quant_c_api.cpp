@@ -110,24 +110,37 @@ TEST(QuantCApi, MissingTensorsAndBadEnums) {
   EXPECT_TRUE(error_has("argument 'swizzle'"));
 }
 
+// A dw_quantize_args of a CPU x (R, K) f32 with e4m3 data, its scales and the caller's data_t
+// (any strides) with its scales (2-D, dtype `scale_dtype`).
+struct TransposedCall {
+  dw_tensor x, data, scales, scales_t;
+  dw_quantize_args args{};
+  TransposedCall(float* xp, const int64_t* xs, uint8_t* dp, void* sp, const int64_t* ss,
+                 const dw_tensor* data_t, void* stp, const int64_t* sst, dw_dtype scale_dtype,
+                 int32_t format)
+      : x{xp, xs, nullptr, 2, DW_DTYPE_F32, DW_DEVICE_CPU, 0},
+        data{dp, xs, nullptr, 2, DW_DTYPE_E4M3, DW_DEVICE_CPU, 0},
+        scales{sp, ss, nullptr, 2, scale_dtype, DW_DEVICE_CPU, 0},
+        scales_t{stp, sst, nullptr, 2, scale_dtype, DW_DEVICE_CPU, 0} {
+    args.struct_size = sizeof args;
+    args.x = &x;
+    args.data = &data;
+    args.scales = &scales;
+    args.data_t = data_t;
+    args.scales_t = &scales_t;
+    args.format = format;
+  }
+  TransposedCall(const TransposedCall&) = delete;  // args points into this object
+};
+
 TEST(QuantCApi, TransposedCopyAndRule) {
   const int64_t xs[2] = {32, 64}, ts_[2] = {64, 32}, ss[2] = {32, 2}, sst[2] = {64, 1};
   float x[32 * 64];
   for (int i = 0; i < 32 * 64; ++i) x[i] = std::sin(0.37f * i) * 300.0f;
   uint8_t data[32 * 64], data_t[32 * 64], sc[64], sc_t[64];
-  dw_tensor tx{x, xs, nullptr, 2, DW_DTYPE_F32, DW_DEVICE_CPU, 0};
-  dw_tensor td{data, xs, nullptr, 2, DW_DTYPE_E4M3, DW_DEVICE_CPU, 0};
   dw_tensor tdt{data_t, ts_, nullptr, 2, DW_DTYPE_E4M3, DW_DEVICE_CPU, 0};
-  dw_tensor tsc{sc, ss, nullptr, 2, DW_DTYPE_U8, DW_DEVICE_CPU, 0};
-  dw_tensor tsct{sc_t, sst, nullptr, 2, DW_DTYPE_U8, DW_DEVICE_CPU, 0};
-  dw_quantize_args q{};
-  q.struct_size = sizeof q;
-  q.x = &tx;
-  q.data = &td;
-  q.scales = &tsc;
-  q.data_t = &tdt;
-  q.scales_t = &tsct;
-  q.format = DW_QUANT_MXFP8;
+  TransposedCall c(x, xs, data, sc, ss, &tdt, sc_t, sst, DW_DTYPE_U8, DW_QUANT_MXFP8);
+  dw_quantize_args& q = c.args;
   q.rule = DW_SCALE_RULE_RCEIL;
   ASSERT_EQ(dw_quantize(&q, nullptr), DW_STATUS_OK) << dw_last_error();
   q.rule = 5;
@@ -145,19 +158,9 @@ TEST(QuantCApi, TransposedCopyWithPaddedRows) {
   uint8_t data[R * K], data_t[K * ld];
   float sc[R], sc_t[K];
   for (auto& b : data_t) b = 0xcd;
-  dw_tensor tx{x, xs, nullptr, 2, DW_DTYPE_F32, DW_DEVICE_CPU, 0};
-  dw_tensor td{data, xs, nullptr, 2, DW_DTYPE_E4M3, DW_DEVICE_CPU, 0};
   dw_tensor tdt{data_t, ts_, tstr, 2, DW_DTYPE_E4M3, DW_DEVICE_CPU, 0};
-  dw_tensor tsc{sc, ss, nullptr, 2, DW_DTYPE_F32, DW_DEVICE_CPU, 0};
-  dw_tensor tsct{sc_t, sst, nullptr, 2, DW_DTYPE_F32, DW_DEVICE_CPU, 0};
-  dw_quantize_args q{};
-  q.struct_size = sizeof q;
-  q.x = &tx;
-  q.data = &td;
-  q.scales = &tsc;
-  q.data_t = &tdt;
-  q.scales_t = &tsct;
-  q.format = DW_QUANT_FP8_BLOCK_1X128;
+  TransposedCall c(x, xs, data, sc, ss, &tdt, sc_t, sst, DW_DTYPE_F32, DW_QUANT_FP8_BLOCK_1X128);
+  dw_quantize_args& q = c.args;
   ASSERT_EQ(dw_quantize(&q, nullptr), DW_STATUS_OK) << dw_last_error();
   for (int64_t k = 0; k < K; ++k) {
     for (int64_t r = R; r < ld; ++r) ASSERT_EQ(data_t[k * ld + r], 0xcd) << "padding written";
@@ -166,7 +169,7 @@ TEST(QuantCApi, TransposedCopyWithPaddedRows) {
   dw_dequantize_args d{};
   d.struct_size = sizeof d;
   d.data = &tdt;
-  d.scales = &tsct;
+  d.scales = &c.scales_t;
   d.out = &tback;
   d.format = DW_QUANT_FP8_BLOCK_1X128;
   ASSERT_EQ(dw_dequantize(&d, nullptr), DW_STATUS_OK) << dw_last_error();
