@@ -471,8 +471,10 @@ inline unsigned grid_for(int64_t threads, int block = 256) {
 
 // Launchers provided by the kernel files to the dispatcher (quantize_sm90.cu).
 // A call with the transposed copy (quantize_transpose_sm90.cu), every format but 128x128: writes
-// data, its scales, data_t and its scales from one read of x (kFp8Row: two).
-Status launch_transposed(const Problem& p, const uint32_t* amax, int sm_count, cudaStream_t stream);
+// data, its scales, data_t and its scales from one read of x (kFp8Row: two). tensor_scale_out:
+// where to write the tensor scale from `amax` (the caller's amax), or null.
+Status launch_transposed(const Problem& p, const uint32_t* amax, float* tensor_scale_out,
+                         int sm_count, cudaStream_t stream);
 // 128x128 blocks, any batch, with the optional transposed copy (the same tile kernel).
 Status launch_block128(const Problem& p, int sm_count, cudaStream_t stream);
 

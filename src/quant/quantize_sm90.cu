@@ -10,7 +10,8 @@
 //    passes: the amax is reduced with atomicMax into the tensor-scale output itself (as the bits of
 //    a non-negative float, whose integer order is the float order, NaN above Inf), the encoding
 //    kernels read it, and a last one-thread kernel turns it into the scale. No workspace needed.
-//    With the caller's amax (QuantizeArgs::amax) the reduction is skipped: one pass over x.
+//    With the caller's amax (QuantizeArgs::amax) the reduction is skipped: one pass over x, and
+//    the encoding kernel's first thread writes the tensor scale (one launch in all).
 // Calls with the transposed copy (both outputs from one tiled pass) and 128x128 blocks live in
 // quantize_transpose_sm90.cu.
 #include <type_traits>
@@ -27,6 +28,7 @@ struct GroupParams {
   uint8_t* data;                   // (rows, cols) codes
   void* scales;
   const uint32_t* amax;            // per-tensor amax bits (kFp8Tensor, kNvfp4)
+  float* tensor_scale_out;         // the caller's amax: thread 0 writes the tensor scale, else null
   QuantFormat format;
   bool rceil, pow2, swizzle;
   bool hold_rows;   // kFp8Row: rows fit quantize_per_row_kernel's registers (16-byte aligned)
@@ -68,6 +70,7 @@ __global__ void __launch_bounds__(256, 4) quantize_groups_kernel(const GroupPara
   } else if (p.format == QuantFormat::kNvfp4) {
     tensor_s = nvfp4_tensor_scale(tensor_amax_bits(p.amax));
   }
+  if (p.tensor_scale_out != nullptr && t == 0) *p.tensor_scale_out = tensor_s;
   // kNvfp4's block-scale divisions, hoisted for 16-bit inputs (f32 keeps the IEEE divisions: its
   // instance would need a stack frame at 64 registers)
   const Fp32Divider by6(6.0f), by_st(tensor_s);
@@ -241,8 +244,10 @@ void with_types(DType in, Elem e, Fn&& fn) {
   }
 }
 
-GroupParams group_params(const Problem& p, const Target& t, const uint32_t* amax) {
+GroupParams group_params(const Problem& p, const Target& t, const uint32_t* amax,
+                         float* tensor_scale_out) {
   GroupParams g{};
+  g.tensor_scale_out = tensor_scale_out;
   g.x = t.x.data;
   g.rows = t.x.rows;
   g.cols = t.x.cols;
@@ -262,8 +267,9 @@ GroupParams group_params(const Problem& p, const Target& t, const uint32_t* amax
   return g;
 }
 
-Status launch_rows(const Problem& p, const uint32_t* amax, cudaStream_t stream) {
-  GroupParams g = group_params(p, p.main, amax);
+Status launch_rows(const Problem& p, const uint32_t* amax, float* tensor_scale_out,
+                   cudaStream_t stream) {
+  GroupParams g = group_params(p, p.main, amax, tensor_scale_out);
   if (g.rows == 0) return Status::Ok();
   if (p.format == QuantFormat::kFp8Row) {
     int tpr = 1;
@@ -348,15 +354,21 @@ Status quantize_cuda(const Problem& p, const Context& ctx) {
   auto* amax = reinterpret_cast<uint32_t*>(p.tensor_scale);
   if (tensor_amax && p.given_amax == nullptr) DW_TRY(launch_amax(p, amax, stream, info->sm_count));
   const uint32_t* amax_in = p.given_amax ? reinterpret_cast<const uint32_t*>(p.given_amax) : amax;
+  // With the caller's amax the encoding kernel writes the tensor scale (the reduced amax, by
+  // contrast, lives in that output until every encoder has read it). An empty x launches no
+  // encoder: the one-thread kernel below writes it then.
+  const bool fused_scale = tensor_amax && p.given_amax != nullptr && p.main.x.rows > 0 &&
+                           p.main.x.cols > 0;
+  float* scale_out = fused_scale ? p.tensor_scale : nullptr;
 
   if (p.format == QuantFormat::kFp8Block128x128) {
     DW_TRY(launch_block128(p, info->sm_count, stream));  // writes the transposed copy too
-  } else if (p.has_transposed) {
-    DW_TRY(launch_transposed(p, amax_in, info->sm_count, stream));  // data and data_t, one pass
+  } else if (p.has_transposed) {  // data and data_t, one pass
+    DW_TRY(launch_transposed(p, amax_in, scale_out, info->sm_count, stream));
   } else {
-    DW_TRY(launch_rows(p, amax_in, stream));
+    DW_TRY(launch_rows(p, amax_in, scale_out, stream));
   }
-  if (tensor_amax) {
+  if (tensor_amax && !fused_scale) {
     finalize_tensor_scale<<<1, 1, 0, stream>>>(p.tensor_scale, p.given_amax, p.format, p.elem,
                                                p.pow2);
     DW_TRY(detail::last_launch_status("quantize"));

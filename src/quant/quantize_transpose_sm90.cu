@@ -60,6 +60,7 @@ struct TileParams {
   int64_t ld_t;     // codes between rows of data_t (>= R; a multiple of 16 avoids the stage)
   void* scales_t;   // its scales (kFp8Row: the finished per-column scales of x)
   const uint32_t* amax;  // tensor amax bits (kFp8Tensor, kNvfp4)
+  float* tensor_scale_out;  // the caller's amax: CTA (0, 0)'s thread 0 writes the tensor scale
   bool rceil, pow2, swizzle;
   bool vec_ok;      // x and its rows are 16-byte aligned: every tile loads by 16-byte cp.async
   bool stage_t;     // data_t rows do not start 16-byte aligned: stage its codes in shared memory
@@ -244,6 +245,9 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
     fixed_s = fp32_scale(tensor_amax_bits(p.amax), elem_info(E), p.pow2);
   } else if constexpr (F == QuantFormat::kNvfp4) {
     fixed_s = nvfp4_tensor_scale(tensor_amax_bits(p.amax));
+  }
+  if (p.tensor_scale_out != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+    *p.tensor_scale_out = fixed_s;
   }
   const Fp32Divider by6(6.0f), by_st(F == QuantFormat::kNvfp4 ? fixed_s : 1.0f);  // kNvfp4 only
 
@@ -662,9 +666,10 @@ Status launch_block128(const Problem& p, int sm_count, cudaStream_t stream) {
   return run_tiles(p, tile_params(p, nullptr, sm_count), stream);
 }
 
-Status launch_transposed(const Problem& p, const uint32_t* amax, int sm_count,
-                         cudaStream_t stream) {
-  const TileParams c = tile_params(p, amax, sm_count);
+Status launch_transposed(const Problem& p, const uint32_t* amax, float* tensor_scale_out,
+                         int sm_count, cudaStream_t stream) {
+  TileParams c = tile_params(p, amax, sm_count);
+  c.tensor_scale_out = tensor_scale_out;
   if (c.R == 0 || c.K == 0) {
     // Empty codes; kFp8Row still owes its (all-minimum) scales.
     if (p.format == QuantFormat::kFp8Row) {

@@ -112,6 +112,13 @@ def test_given_amax_bit_identical(fmt, dtype, transpose, seed):
             assert_same(gpu, cpu, f"{fmt} {dtype} {shape} amax x{factor}")
         assert_same(deepwell.quantize(xg, fmt, transpose=transpose, amax=own),
                     deepwell.quantize(xg, fmt, transpose=transpose), f"{fmt} {shape} own amax")
+    # The encoding kernel writes the tensor scale of a given amax; an empty x launches none, and
+    # the scale still comes out.
+    for shape in ([(0, 64), (32, 0)] if transpose else [(0, 16), (4, 0)]):
+        x = torch.zeros(shape, dtype=dtype)
+        amax = torch.tensor([3.0])
+        assert_same(deepwell.quantize(x.cuda(), fmt, transpose=transpose, amax=amax.cuda()),
+                    deepwell.quantize(x, fmt, transpose=transpose, amax=amax), f"{fmt} {shape}")
 
 
 @pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_row", "fp8_block1x128"])
