@@ -45,8 +45,14 @@ int64_t TensorView::numel() const {
 }
 
 bool TensorView::is_contiguous() const {
+  const int n = ndim > kMaxDims ? kMaxDims : ndim;
+  // An empty tensor has no element out of place: torch calls every empty tensor contiguous, and
+  // hands out ones like a (4, 0) with strides (1, 1).
+  for (int i = 0; i < n; ++i) {
+    if (shape[i] == 0) return true;
+  }
   int64_t expected = 1;
-  for (int i = (ndim > kMaxDims ? kMaxDims : ndim) - 1; i >= 0; --i) {
+  for (int i = n - 1; i >= 0; --i) {
     if (shape[i] != 1 && strides[i] != expected) return false;
     expected *= shape[i];
   }

@@ -29,6 +29,9 @@ TEST(Core, TensorViewHelpers) {
   TensorView s = TensorView::strided(x, DType::kF32, {3, 2}, {1, 3});
   EXPECT_FALSE(s.is_contiguous());
   EXPECT_NE(s.describe().find("strides (1, 3)"), std::string::npos);
+  // Empty tensors are contiguous whatever their strides (torch's (4, 0) has strides (1, 1)).
+  EXPECT_TRUE(TensorView::strided(x, DType::kF32, {4, 0}, {1, 1}).is_contiguous());
+  EXPECT_TRUE(TensorView::strided(x, DType::kF32, {0, 3}, {1, 7}).is_contiguous());
 }
 
 TEST(Core, VersionAndBuild) {
