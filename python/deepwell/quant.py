@@ -159,11 +159,12 @@ def quantize(x, format: str = "mxfp8", *, rule: str = "floor", elem: str = "e4m3
         amax = amax.reshape(1)  # a 0-d tensor (e.g. torch.amax's result) as the (1) it describes
     amdesc = T.describe(amax, "amax")
 
-    # Outputs are new contiguous tensors on x's device: their descriptors are built directly
-    # (fp4 data described in elements: its last dim and strides are those of x's shape).
-    def fresh(t, code, shape):
+    # Outputs are new tensors on x's device, contiguous unless `strides` says otherwise: their
+    # descriptors are built directly (fp4 data described in elements: its last dim and strides are
+    # those of x's shape).
+    def fresh(t, code, shape, strides=None):
         ptr = t.data_ptr() if T.is_torch(t) else t.__array_interface__["data"][0]
-        return (ptr, code, xd[2], xd[3], shape, _strides_of(shape))
+        return (ptr, code, xd[2], xd[3], shape, strides or _strides_of(shape))
 
     def alloc_data(shape):
         if elem_code == T.E2M1:
@@ -176,8 +177,7 @@ def quantize(x, format: str = "mxfp8", *, rule: str = "floor", elem: str = "e4m3
     def alloc_padded_rows(shape):  # fp8 codes (K, R), rows on 32-byte boundaries
         ld = (shape[1] + 31) // 32 * 32
         t = _alloc(x, (shape[0], ld), elem_code)[:, :shape[1]]
-        ptr = t.data_ptr() if T.is_torch(t) else t.__array_interface__["data"][0]
-        return t, (ptr, elem_code, xd[2], xd[3], shape, (ld, 1))
+        return t, fresh(t, elem_code, shape, (ld, 1))
 
     def alloc_scales(shape):
         t = _alloc(x, shape, scale_code)
