@@ -51,6 +51,19 @@ struct FwdTileD64CausalLong : TilePolicy<192, 96, 3> {};
 struct FwdTileD256Long : TilePolicy<128, 80, 2> {};
 constexpr long long kD256LongTileMinSeqlenK = 2048;
 
+// Ping-pong (the consumer warpgroups take turns issuing their wgmma batches, WarpGroupTurns in
+// fwd_sm90_mainloop.cuh) pays where the softmax is a large share of a key step: d = 64, and short
+// keys. At d = 128 and d = 256 with long keys the warpgroups issue faster in whatever order they
+// become ready (H100 A/B x cuDNN, bf16, turns -> no turns: d=128 S=2k-16k 0.989-0.992 -> 0.998-1.004
+// non-causal, 1.077-1.121 -> 1.077-1.135 causal; d=256 1.010-1.207 -> 1.015-1.223; but d=64 S=4k
+// 1.045 -> 1.013, d=128 causal S=512 0.950 -> 0.932, d=256 S=512-1k 0.88-0.94 -> 0.86-0.93).
+constexpr long long kNoPingpongMinSeqlenK = 2048;
+constexpr bool use_pingpong(int head_dim_bucket, long long seqlen_k) {
+  return head_dim_bucket < 128 || seqlen_k < kNoPingpongMinSeqlenK;
+}
+static_assert(use_pingpong(64, 1 << 20) && use_pingpong(128, 2047) && !use_pingpong(128, 2048) &&
+              !use_pingpong(256, 2048));
+
 // The bucket a head dimension runs on (0: not supported on CUDA).
 constexpr int head_dim_bucket(long long d) {
   return d <= 0 || d % 8 != 0 ? 0 : d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0;

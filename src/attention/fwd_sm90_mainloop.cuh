@@ -10,8 +10,9 @@
 // with the P V product of block n+1 (FlashAttention-3's intra-warpgroup overlap):
 //   issue S = Q K[n]^T;  issue O += P V[n+1];  wait S;  mask, softmax -> P', rescale factors;
 //   wait PV;  O *= rescale;  P = P'
-// and across warpgroups (pingpong): the warpgroups take turns issuing their wgmma batches, so the
-// tensor cores run one warpgroup's GEMMs while the others do their softmax.
+// and across warpgroups (pingpong, where use_pingpong() in fwd_sm90_config.hpp says so): the
+// warpgroups take turns issuing their wgmma batches, so the tensor cores run one warpgroup's GEMMs
+// while the others do their softmax.
 #pragma once
 
 #include "attention/fwd_sm90_scheduler.cuh"
@@ -199,9 +200,9 @@ struct Mainloop {
     int n = n_hi - 1;
     Tensor tSrS = partition_fragment_C(mma_qk, select<0, 1>(typename T::TileShapeQK{}));
     pipe_k.consumer_wait(k_state);
-    Turns::wait_turn(wg);
+    if (p.pingpong) Turns::wait_turn(wg);
     wgmma<-1>(mma_qk, tSrQ, tSrK(_, _, _, k_state.index()), tSrS, true);
-    Turns::pass_turn(wg);
+    if (p.pingpong) Turns::pass_turn(wg);
     warpgroup_wait<0>();
     pipe_k.consumer_release(k_state);
     ++k_state;
@@ -213,10 +214,10 @@ struct Mainloop {
       Tensor tSrS_next = partition_fragment_C(mma_qk, select<0, 1>(typename T::TileShapeQK{}));
       pipe_k.consumer_wait(k_state);
       pipe_v.consumer_wait(v_state);
-      Turns::wait_turn(wg);
+      if (p.pingpong) Turns::wait_turn(wg);
       wgmma<-1>(mma_qk, tSrQ, tSrK(_, _, _, k_state.index()), tSrS_next, true);
       wgmma<-1>(mma_pv, tOrP, tOrV(_, _, _, v_state.index()), tOrO, first_pv);
-      Turns::pass_turn(wg);
+      if (p.pingpong) Turns::pass_turn(wg);
       first_pv = false;
       warpgroup_wait<1>();  // S ready; P V still running
       pipe_k.consumer_release(k_state);
@@ -234,9 +235,9 @@ struct Mainloop {
       tOrP = to_operand_a(tSrS_next);
     }
     pipe_v.consumer_wait(v_state);
-    Turns::wait_turn(wg);
+    if (p.pingpong) Turns::wait_turn(wg);
     wgmma<-1>(mma_pv, tOrP, tOrV(_, _, _, v_state.index()), tOrO, first_pv);
-    Turns::pass_turn(wg);
+    if (p.pingpong) Turns::pass_turn(wg);
     warpgroup_wait<0>();
     pipe_v.consumer_release(v_state);
     ++v_state;

@@ -266,3 +266,25 @@ def test_many_tiles_per_cta(max_grid, monkeypatch, seed):
     k, v = rand((434, 2, 128), torch.bfloat16, g), rand((434, 2, 128), torch.bfloat16, g)
     check(q, k, v, causal=True, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=300,
           max_seqlen_k=300)
+
+
+@pytest.mark.parametrize("max_grid", [0, 2])
+@pytest.mark.parametrize("sq_sk", [(2047, 2047), (2048, 2048), (300, 2049), (2049, 300)])
+def test_pingpong_threshold(sq_sk, max_grid, monkeypatch, seed):
+    """d = 128 and 256 drop the warpgroups' turn-taking from seqlen_k 2048 on
+    (fwd_sm90_config.hpp use_pingpong): both sides of the threshold, both dtypes, causal, windows,
+    GQA, many tiles per CTA (max_grid 2: the warpgroups drift apart across tiles without turns),
+    and bitwise repeatable."""
+    if max_grid:
+        monkeypatch.setenv("DEEPWELL_ATTN_MAX_GRID", str(max_grid))
+    Sq, Sk = sq_sk
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    for D in (128, 256):
+        for dtype in (torch.bfloat16, torch.float16):
+            q = rand((1, Sq, 4, D), dtype, g)
+            k, v = rand((1, Sk, 2, D), dtype, g), rand((1, Sk, 2, D), dtype, g)
+            check(q, k, v)
+            a, b = deepwell.attention(q, k, v), deepwell.attention(q, k, v)
+            assert torch.equal(a, b), "not bitwise repeatable"
+            check(q, k, v, causal=True)
+            check(q, k, v, window=(100, 3))
