@@ -15,6 +15,8 @@
 // while the others do their softmax.
 #pragma once
 
+#include <limits>
+
 #include "attention/fwd_sm90_scheduler.cuh"
 #include "attention/fwd_sm90_softmax.cuh"
 
@@ -74,6 +76,10 @@ struct Mainloop {
   using Pipeline = typename T::PipelineKV;
   using PipelineState = typename Pipeline::PipelineState;
   static constexpr int kBlockM = T::kBlockM, kBlockN = T::kBlockN, kHeadDim = T::kHeadDim;
+  // Instances whose every launch takes turns test nothing at run time (same code as before the
+  // launch parameter existed: the d = 64 kernels keep their register allocation).
+  static constexpr bool kAlwaysPingpong =
+      use_pingpong(kHeadDim, std::numeric_limits<long long>::max());
 
   // ------------------------------------------------------------------------------ producer
   // Run by a single thread (see the kernel): it waits on the barriers and issues every TMA.
@@ -197,12 +203,13 @@ struct Mainloop {
     cutlass::arch::ClusterTransactionBarrier::wait(&ss.q_full[q_stage], (q_tiles / T::kQStages) & 1);
 
     const int wg = thread_idx / 128;
+    const bool pingpong = kAlwaysPingpong || p.pingpong;
     int n = n_hi - 1;
     Tensor tSrS = partition_fragment_C(mma_qk, select<0, 1>(typename T::TileShapeQK{}));
     pipe_k.consumer_wait(k_state);
-    if (p.pingpong) Turns::wait_turn(wg);
+    if (pingpong) Turns::wait_turn(wg);
     wgmma<-1>(mma_qk, tSrQ, tSrK(_, _, _, k_state.index()), tSrS, true);
-    if (p.pingpong) Turns::pass_turn(wg);
+    if (pingpong) Turns::pass_turn(wg);
     warpgroup_wait<0>();
     pipe_k.consumer_release(k_state);
     ++k_state;
@@ -214,10 +221,10 @@ struct Mainloop {
       Tensor tSrS_next = partition_fragment_C(mma_qk, select<0, 1>(typename T::TileShapeQK{}));
       pipe_k.consumer_wait(k_state);
       pipe_v.consumer_wait(v_state);
-      if (p.pingpong) Turns::wait_turn(wg);
+      if (pingpong) Turns::wait_turn(wg);
       wgmma<-1>(mma_qk, tSrQ, tSrK(_, _, _, k_state.index()), tSrS_next, true);
       wgmma<-1>(mma_pv, tOrP, tOrV(_, _, _, v_state.index()), tOrO, first_pv);
-      if (p.pingpong) Turns::pass_turn(wg);
+      if (pingpong) Turns::pass_turn(wg);
       first_pv = false;
       warpgroup_wait<1>();  // S ready; P V still running
       pipe_k.consumer_release(k_state);
@@ -235,9 +242,9 @@ struct Mainloop {
       tOrP = to_operand_a(tSrS_next);
     }
     pipe_v.consumer_wait(v_state);
-    if (p.pingpong) Turns::wait_turn(wg);
+    if (pingpong) Turns::wait_turn(wg);
     wgmma<-1>(mma_pv, tOrP, tOrV(_, _, _, v_state.index()), tOrO, first_pv);
-    if (p.pingpong) Turns::pass_turn(wg);
+    if (pingpong) Turns::pass_turn(wg);
     warpgroup_wait<0>();
     pipe_v.consumer_release(v_state);
     ++v_state;
