@@ -1,7 +1,7 @@
 # Every CUDA source of the library, and so every compiled kernel instance, is listed here and
 # nowhere else. Each *_inst_*.cu file instantiates exactly one kernel configuration; keep the list
-# short: a clean build with all of them must stay within 20 minutes on 2 cores. (The CUTLASS GEMM
-# instances are compiled three to a unit: bottom of this file.)
+# short: a clean build with all of them must stay within 20 minutes on 2 cores. (The instances are
+# compiled several to a translation unit: bottom of this file.)
 set(DEEPWELL_CUDA_SOURCES
   # core: host-side CUDA helpers
   src/core/cuda_utils.cpp
