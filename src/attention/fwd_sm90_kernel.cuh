@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(Traits::kNumThreads, 1)
   } else {
     cutlass::arch::warpgroup_reg_alloc<T::kConsumerRegs>();
     const int thread_idx = threadIdx.x - 128;
-    if (Mainloop<T>::kAlwaysPingpong || p.pingpong) Mainloop<T>::Turns::init(thread_idx / 128);
+    if (Mainloop<T>::takes_turns(p)) Mainloop<T>::Turns::init(thread_idx / 128);
     typename Pipeline::PipelineState k_state, v_state;
     int q_tiles = 0;  // tiles whose Q this thread has used: Q stage q_tiles % kQStages is next
     for (int round = 0, t = tile_of_round(0); t < p.num_tiles; t = tile_of_round(++round)) {

@@ -80,6 +80,10 @@ struct Mainloop {
   // launch parameter existed: the d = 64 kernels keep their register allocation).
   static constexpr bool kAlwaysPingpong =
       use_pingpong(kHeadDim, std::numeric_limits<long long>::max());
+  template <class Params>
+  __device__ static bool takes_turns(Params const& p) {
+    return kAlwaysPingpong || p.pingpong;
+  }
 
   // ------------------------------------------------------------------------------ producer
   // Run by a single thread (see the kernel): it waits on the barriers and issues every TMA.
@@ -203,7 +207,7 @@ struct Mainloop {
     cutlass::arch::ClusterTransactionBarrier::wait(&ss.q_full[q_stage], (q_tiles / T::kQStages) & 1);
 
     const int wg = thread_idx / 128;
-    const bool pingpong = kAlwaysPingpong || p.pingpong;
+    const bool pingpong = takes_turns(p);
     int n = n_hi - 1;
     Tensor tSrS = partition_fragment_C(mma_qk, select<0, 1>(typename T::TileShapeQK{}));
     pipe_k.consumer_wait(k_state);
