@@ -10,6 +10,8 @@
 //    passes: the amax is reduced with atomicMax into the tensor-scale output itself (as the bits of
 //    a non-negative float, whose integer order is the float order, NaN above Inf), the encoding
 //    kernels read it, and a last one-thread kernel turns it into the scale. No workspace needed.
+//    The amax pass reads x in the reverse of the encoder's order, so the encoder's first reads
+//    hit what is left of x in L2.
 //    With the caller's amax (QuantizeArgs::amax) the reduction is skipped: one pass over x, and
 //    the encoding kernel's first thread writes the tensor scale (one launch in all).
 // Calls with the transposed copy (both outputs from one tiled pass) and 128x128 blocks live in
@@ -197,16 +199,31 @@ __global__ void __launch_bounds__(256) quantize_per_row_kernel(const GroupParams
   }
 }
 
+// Reads x in the reverse of the order the encoding kernel reads it, so that the part of x this
+// pass leaves in L2 (its last ~L2-size bytes) is what the encoder reads first: x = [0, split)
+// and [split, n) as two streams walked backwards together (quantize_groups_kernel reads rows rl
+// and rl + row_half together, forwards; split = n for the single forward stream of the tile
+// kernel). A warp still reads 32 adjacent chunks (512 contiguous elements) per step.
 template <class In>
-__global__ void __launch_bounds__(256) amax_kernel(const In* x, int64_t n, uint32_t* amax) {
+__global__ void __launch_bounds__(256) amax_kernel(const In* x, int64_t n, int64_t split,
+                                                   uint32_t* amax) {
   __shared__ uint32_t partial[8];
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  const int64_t chunks_a = (split + kChunk - 1) / kChunk;
+  const int64_t chunks_b = (n - split + kChunk - 1) / kChunk;
+  const int64_t steps = std::max(chunks_a, chunks_b);
   uint32_t m = 0;
   float v[kChunk];
-  for (int64_t c = static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x; c < chunks;
-       c += static_cast<int64_t>(gridDim.x) * 256) {
-    load_chunk(x + c * kChunk, static_cast<int>(std::min<int64_t>(n - c * kChunk, kChunk)), v);
-    m = max(m, chunk_amax(v));
+  for (int64_t s = steps - 1 - (static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x); s >= 0;
+       s -= static_cast<int64_t>(gridDim.x) * 256) {
+    if (s < chunks_a) {
+      load_chunk(x + s * kChunk, static_cast<int>(std::min<int64_t>(split - s * kChunk, kChunk)), v);
+      m = max(m, chunk_amax(v));
+    }
+    if (s < chunks_b) {
+      const int64_t e = split + s * kChunk;
+      load_chunk(x + e, static_cast<int>(std::min<int64_t>(n - e, kChunk)), v);
+      m = max(m, chunk_amax(v));
+    }
   }
   m = block_max_256(m, partial);
   if (threadIdx.x == 0 && m != 0) atomicMax(amax, m);
@@ -307,22 +324,29 @@ Status launch_rows(const Problem& p, const uint32_t* amax, float* tensor_scale_o
   return Status::Ok();
 }
 
-Status launch_amax(const Problem& p, uint32_t* amax, cudaStream_t stream, int sm_count) {
+// The tensor amax of x, reduced into `amax` in the reverse of the encoder's read order (see
+// amax_kernel): the row encoder's two streams (one launch: rows [0, row_half) and [row_half,
+// rows)), or the tile kernel's single stream (`tiled`).
+Status launch_amax(const Problem& p, bool tiled, uint32_t* amax, cudaStream_t stream,
+                   int sm_count) {
   const Matrix& x = p.main.x;
   const int64_t n = x.rows * x.cols;
   DW_CUDA_TRY("quantize", cudaMemsetAsync(amax, 0, sizeof(uint32_t), stream));
   if (n == 0) return Status::Ok();
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(grid_for(chunks), sm_count * 8LL));
+  static_assert(kGroupRows == 2, "amax_kernel walks two streams: the two rows an encoder thread holds");
+  const int64_t split = tiled ? n : (x.rows + kGroupRows - 1) / kGroupRows * x.cols;
   switch (x.dtype) {
     case DType::kF32:
-      amax_kernel<<<grid, 256, 0, stream>>>(static_cast<const float*>(x.data), n, amax);
+      amax_kernel<<<grid, 256, 0, stream>>>(static_cast<const float*>(x.data), n, split, amax);
       break;
     case DType::kF16:
-      amax_kernel<<<grid, 256, 0, stream>>>(static_cast<const __half*>(x.data), n, amax);
+      amax_kernel<<<grid, 256, 0, stream>>>(static_cast<const __half*>(x.data), n, split, amax);
       break;
     default:
-      amax_kernel<<<grid, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(x.data), n, amax);
+      amax_kernel<<<grid, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(x.data), n, split,
+                                            amax);
       break;
   }
   return detail::last_launch_status("quantize");
@@ -352,7 +376,9 @@ Status quantize_cuda(const Problem& p, const Context& ctx) {
   // The encoding kernels read the amax bits from the tensor-scale output, where launch_amax
   // reduces them, or straight from the caller's amax (one read of x).
   auto* amax = reinterpret_cast<uint32_t*>(p.tensor_scale);
-  if (tensor_amax && p.given_amax == nullptr) DW_TRY(launch_amax(p, amax, stream, info->sm_count));
+  if (tensor_amax && p.given_amax == nullptr) {
+    DW_TRY(launch_amax(p, p.has_transposed, amax, stream, info->sm_count));
+  }
   const uint32_t* amax_in = p.given_amax ? reinterpret_cast<const uint32_t*>(p.given_amax) : amax;
   // With the caller's amax the encoding kernel writes the tensor scale (the reduced amax, by
   // contrast, lives in that output until every encoder has read it). An empty x launches no

@@ -496,7 +496,9 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
 // Row and column amaxes of x (R, K) in one read, for kFp8Row with the transposed copy: a CTA
 // covers 64 rows x (32 * kVec) columns (warp w: rows w, w + 8, ...; lane: kVec columns), reduces
 // them and merges its partial maxima into row_amax / col_amax with atomicMax (the bits of a
-// non-negative float order like the float, NaN above Inf).
+// non-negative float order like the float, NaN above Inf). CTA rows run bottom-up (the last
+// blockIdx.y takes rows 0..63), the reverse of the tile kernel's order, so that the rows this
+// pass reads last, still in L2, are the ones the tile kernel reads first.
 template <class In>
 __global__ void __launch_bounds__(kThreads) rowcol_amax_kernel(const In* x, int64_t R, int64_t K,
                                                                bool vec_ok, uint32_t* row_amax,
@@ -504,7 +506,8 @@ __global__ void __launch_bounds__(kThreads) rowcol_amax_kernel(const In* x, int6
   constexpr int kVec = 16 / sizeof(In), kRows = 64, kCols = 32 * kVec;
   __shared__ uint32_t part[kThreads / 32][kCols];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t r0 = int64_t{blockIdx.y} * kRows, c = int64_t{blockIdx.x} * kCols + lane * kVec;
+  const int64_t r0 = int64_t{gridDim.y - 1 - blockIdx.y} * kRows;
+  const int64_t c = int64_t{blockIdx.x} * kCols + lane * kVec;
   const bool vec = vec_ok && c + kVec <= K;
   uint32_t cm[kVec] = {};
   uint4 u[kRows / 8];  // raw 16-byte rows (decoded when reduced: half the registers of floats)
