@@ -203,10 +203,12 @@ __global__ void __launch_bounds__(256) quantize_per_row_kernel(const GroupParams
 // pass leaves in L2 (its last ~L2-size bytes) is what the encoder reads first: x = [0, split)
 // and [split, n) as two streams walked backwards together (quantize_groups_kernel reads rows rl
 // and rl + row_half together, forwards; split = n for the single forward stream of the tile
-// kernel). A warp still reads 32 adjacent chunks (512 contiguous elements) per step.
+// kernel). A warp still reads 32 adjacent chunks (512 contiguous elements) per step. Steps from
+// keep_steps on (read first here, last by the encoder) load as L2 evict-first.
 template <class In>
 __global__ void __launch_bounds__(256) amax_kernel(const In* x, int64_t n, int64_t split,
-                                                   uint32_t* amax) {
+                                                   int64_t keep_steps, uint32_t* amax) {
+  const uint64_t keep = l2_policy(false), drop = l2_policy(true);
   __shared__ uint32_t partial[8];
   const int64_t chunks_a = (split + kChunk - 1) / kChunk;
   const int64_t chunks_b = (n - split + kChunk - 1) / kChunk;
@@ -215,13 +217,16 @@ __global__ void __launch_bounds__(256) amax_kernel(const In* x, int64_t n, int64
   float v[kChunk];
   for (int64_t s = steps - 1 - (static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x); s >= 0;
        s -= static_cast<int64_t>(gridDim.x) * 256) {
+    const uint64_t policy = s < keep_steps ? keep : drop;
     if (s < chunks_a) {
-      load_chunk(x + s * kChunk, static_cast<int>(std::min<int64_t>(split - s * kChunk, kChunk)), v);
+      load_chunk<In, true>(x + s * kChunk,
+                           static_cast<int>(std::min<int64_t>(split - s * kChunk, kChunk)), v,
+                           policy);
       m = max(m, chunk_amax(v));
     }
     if (s < chunks_b) {
       const int64_t e = split + s * kChunk;
-      load_chunk(x + e, static_cast<int>(std::min<int64_t>(n - e, kChunk)), v);
+      load_chunk<In, true>(x + e, static_cast<int>(std::min<int64_t>(n - e, kChunk)), v, policy);
       m = max(m, chunk_amax(v));
     }
   }
@@ -328,25 +333,31 @@ Status launch_rows(const Problem& p, const uint32_t* amax, float* tensor_scale_o
 // amax_kernel): the row encoder's two streams (one launch: rows [0, row_half) and [row_half,
 // rows)), or the tile kernel's single stream (`tiled`).
 Status launch_amax(const Problem& p, bool tiled, uint32_t* amax, cudaStream_t stream,
-                   int sm_count) {
+                   const detail::DeviceInfo& dev) {
   const Matrix& x = p.main.x;
   const int64_t n = x.rows * x.cols;
   DW_CUDA_TRY("quantize", cudaMemsetAsync(amax, 0, sizeof(uint32_t), stream));
   if (n == 0) return Status::Ok();
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(grid_for(chunks), sm_count * 8LL));
-  static_assert(kGroupRows == 2, "amax_kernel walks two streams: the two rows an encoder thread holds");
+  const unsigned grid =
+      static_cast<unsigned>(std::min<int64_t>(grid_for(chunks), dev.sm_count * 8LL));
+  static_assert(kGroupRows == 2, "amax_kernel walks the two rows of an encoder thread");
   const int64_t split = tiled ? n : (x.rows + kGroupRows - 1) / kGroupRows * x.cols;
+  // The encoder's first l2_keep_bytes of x stay evict-normal (steps count one chunk per stream).
+  const int64_t in_size = x.dtype == DType::kF32 ? 4 : 2;
+  const int64_t keep_steps = l2_keep_bytes(dev) / (in_size * kChunk) / (tiled ? 1 : 2);
   switch (x.dtype) {
     case DType::kF32:
-      amax_kernel<<<grid, 256, 0, stream>>>(static_cast<const float*>(x.data), n, split, amax);
+      amax_kernel<<<grid, 256, 0, stream>>>(static_cast<const float*>(x.data), n, split,
+                                            keep_steps, amax);
       break;
     case DType::kF16:
-      amax_kernel<<<grid, 256, 0, stream>>>(static_cast<const __half*>(x.data), n, split, amax);
+      amax_kernel<<<grid, 256, 0, stream>>>(static_cast<const __half*>(x.data), n, split,
+                                            keep_steps, amax);
       break;
     default:
       amax_kernel<<<grid, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(x.data), n, split,
-                                            amax);
+                                            keep_steps, amax);
       break;
   }
   return detail::last_launch_status("quantize");
@@ -377,7 +388,7 @@ Status quantize_cuda(const Problem& p, const Context& ctx) {
   // reduces them, or straight from the caller's amax (one read of x).
   auto* amax = reinterpret_cast<uint32_t*>(p.tensor_scale);
   if (tensor_amax && p.given_amax == nullptr) {
-    DW_TRY(launch_amax(p, p.has_transposed, amax, stream, info->sm_count));
+    DW_TRY(launch_amax(p, p.has_transposed, amax, stream, *info));
   }
   const uint32_t* amax_in = p.given_amax ? reinterpret_cast<const uint32_t*>(p.given_amax) : amax;
   // With the caller's amax the encoding kernel writes the tensor scale (the reduced amax, by
@@ -390,7 +401,7 @@ Status quantize_cuda(const Problem& p, const Context& ctx) {
   if (p.format == QuantFormat::kFp8Block128x128) {
     DW_TRY(launch_block128(p, info->sm_count, stream));  // writes the transposed copy too
   } else if (p.has_transposed) {  // data and data_t, one pass
-    DW_TRY(launch_transposed(p, amax_in, scale_out, info->sm_count, stream));
+    DW_TRY(launch_transposed(p, amax_in, scale_out, *info, stream));
   } else {
     DW_TRY(launch_rows(p, amax_in, scale_out, stream));
   }

@@ -498,10 +498,12 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
 // them and merges its partial maxima into row_amax / col_amax with atomicMax (the bits of a
 // non-negative float order like the float, NaN above Inf). CTA rows run bottom-up (the last
 // blockIdx.y takes rows 0..63), the reverse of the tile kernel's order, so that the rows this
-// pass reads last, still in L2, are the ones the tile kernel reads first.
+// pass reads last, still in L2, are the ones the tile kernel reads first; rows from keep_rows on
+// load as L2 evict-first.
 template <class In>
 __global__ void __launch_bounds__(kThreads) rowcol_amax_kernel(const In* x, int64_t R, int64_t K,
-                                                               bool vec_ok, uint32_t* row_amax,
+                                                               bool vec_ok, int64_t keep_rows,
+                                                               uint32_t* row_amax,
                                                                uint32_t* col_amax) {
   constexpr int kVec = 16 / sizeof(In), kRows = 64, kCols = 32 * kVec;
   __shared__ uint32_t part[kThreads / 32][kCols];
@@ -509,13 +511,14 @@ __global__ void __launch_bounds__(kThreads) rowcol_amax_kernel(const In* x, int6
   const int64_t r0 = int64_t{gridDim.y - 1 - blockIdx.y} * kRows;
   const int64_t c = int64_t{blockIdx.x} * kCols + lane * kVec;
   const bool vec = vec_ok && c + kVec <= K;
+  const uint64_t policy = l2_policy(r0 >= keep_rows);
   uint32_t cm[kVec] = {};
   uint4 u[kRows / 8];  // raw 16-byte rows (decoded when reduced: half the registers of floats)
 #pragma unroll
   for (int i = 0; i < kRows / 8; ++i) {  // all loads first: 8 x 16 bytes in flight per thread
     const int64_t r = r0 + warp + 8 * i;
     if (vec && r < R) {
-      u[i] = __ldg(reinterpret_cast<const uint4*>(x + r * K + c));
+      u[i] = ldg16(reinterpret_cast<const uint4*>(x + r * K + c), policy);
     } else {  // edge: element loads of the raw bits, zero outside x
       uint32_t w[4] = {0, 0, 0, 0};
       const Raw<In>* xr = reinterpret_cast<const Raw<In>*>(x);
@@ -670,8 +673,8 @@ Status launch_block128(const Problem& p, int sm_count, cudaStream_t stream) {
 }
 
 Status launch_transposed(const Problem& p, const uint32_t* amax, float* tensor_scale_out,
-                         int sm_count, cudaStream_t stream) {
-  TileParams c = tile_params(p, amax, sm_count);
+                         const detail::DeviceInfo& dev, cudaStream_t stream) {
+  TileParams c = tile_params(p, amax, dev.sm_count);
   c.tensor_scale_out = tensor_scale_out;
   if (c.R == 0 || c.K == 0) {
     // Empty codes; kFp8Row still owes its (all-minimum) scales.
@@ -705,8 +708,10 @@ Status launch_transposed(const Problem& p, const uint32_t* amax, float* tensor_s
       constexpr int kCols = 32 * (16 / sizeof(In));
       const dim3 grid(static_cast<unsigned>((c.K + kCols - 1) / kCols),
                       static_cast<unsigned>(row_blocks));
+      const int64_t keep_rows = l2_keep_bytes(dev) / (c.K * int64_t{sizeof(In)});
       rowcol_amax_kernel<In><<<grid, kThreads, 0, stream>>>(static_cast<const In*>(c.x), c.R, c.K,
-                                                            c.vec_ok, row_amax, col_amax);
+                                                            c.vec_ok, keep_rows, row_amax,
+                                                            col_amax);
     });
     finalize_row_scales<<<grid_for(c.R), 256, 0, stream>>>(static_cast<float*>(c.scales), c.R,
                                                            p.elem, p.pow2);
