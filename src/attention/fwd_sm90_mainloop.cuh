@@ -9,7 +9,8 @@
 // Consumers (one warpgroup per 64 query rows), per key block n, overlapping the softmax of block n
 // with the P V product of block n+1 (FlashAttention-3's intra-warpgroup overlap):
 //   issue S = Q K[n]^T;  issue O += P V[n+1];  wait S;  mask, softmax -> P', rescale factors;
-//   wait PV;  O *= rescale;  P = P'
+//   wait PV;  O *= rescale (only when a row of the warp moved its max: fwd_sm90_softmax.cuh);
+//   P = P'
 // and across warpgroups (pingpong, where use_pingpong() in fwd_sm90_config.hpp says so): the
 // warpgroups take turns issuing their wgmma batches, so the tensor cores run one warpgroup's GEMMs
 // while the others do their softmax.
@@ -186,14 +187,14 @@ struct Mainloop {
 
     OnlineSoftmax<2> softmax(p.scale_log2);
     float o_scale[2];
-    auto masked_softmax = [&](auto& tSrS, int n, bool check) {
+    auto masked_softmax = [&](auto& tSrS, int n, bool check) -> bool {
       Tensor s = make_tensor(tSrS.data(), rowcol(tSrS.layout()));
       if (check && block_needs_mask<kBlockM, kBlockN>(tc.m_block, n, seq.seqlen_q, seq.seqlen_k,
                                                       p.window_left, p.window_right)) {
         apply_mask<kBlockM, kBlockN>(s, coord, tc.m_block, n, seq.seqlen_q, seq.seqlen_k,
                                      p.window_left, p.window_right);
       }
-      softmax.step(s, o_scale);
+      return softmax.step(s, o_scale);
     };
     auto to_operand_a = [&](auto& tSrS) {
       Tensor tOrP = make_tensor<Element>(acc_as_operand_a(tSrS.layout()));
@@ -233,15 +234,17 @@ struct Mainloop {
       warpgroup_wait<1>();  // S ready; P V still running
       pipe_k.consumer_release(k_state);
       ++k_state;
-      masked_softmax(tSrS_next, n, true);
+      const bool rescale = masked_softmax(tSrS_next, n, true);
       warpgroup_wait<0>();  // P V done: O may be rescaled, V's stage released
       pipe_v.consumer_release(v_state);
       ++v_state;
-      Tensor o = make_tensor(tOrO.data(), rowcol(tOrO.layout()));
-      CUTE_UNROLL
-      for (int r = 0; r < size<0>(o); ++r) {
+      if (rescale) {
+        Tensor o = make_tensor(tOrO.data(), rowcol(tOrO.layout()));
         CUTE_UNROLL
-        for (int c = 0; c < size<1>(o); ++c) o(r, c) *= o_scale[r];
+        for (int r = 0; r < size<0>(o); ++r) {
+          CUTE_UNROLL
+          for (int c = 0; c < size<1>(o); ++c) o(r, c) *= o_scale[r];
+        }
       }
       tOrP = to_operand_a(tSrS_next);
     }

@@ -5,9 +5,13 @@
 // as (rows, cols) of this thread, so row reductions are plain loops plus two quad shuffles.
 //
 // Softmax runs in base 2 on raw scores s: p = 2^(s * scale_log2 - m * scale_log2) with m the
-// running row max, one FFMA and one EX2 per element. A row whose visible scores are all -inf keeps
-// m = -inf and uses 0 in the exponent, so it contributes p = 0 and ends with sum 0: its output is
-// 0 and its LSE -inf.
+// running row max, one FFMA and one EX2 per element. The m a row subtracts is only moved up when
+// the row's true max exceeds it by more than kRescaleLog2 (FlashAttention-4's conditional
+// rescaling): until then p <= 2^kRescaleLog2 (bf16 / fp16 P keep their relative precision), and
+// the output accumulated so far needs no rescale: a warp with no row moved skips it (perf-notes
+// item 26: +1-10 %). Any m gives the same softmax, since numerator and denominator both carry
+// 2^-m. A row whose visible scores are all -inf keeps m = -inf and uses 0 in the exponent, so it
+// contributes p = 0 and ends with sum 0: its output is 0 and its LSE -inf.
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -49,9 +53,11 @@ __device__ __forceinline__ float quad_sum(float v) {
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
+constexpr float kRescaleLog2 = 8.0f;
+
 template <int kRows>
 struct OnlineSoftmax {
-  float row_max[kRows];
+  float row_max[kRows];  // the max each row subtracts (at most kRescaleLog2 below the true one)
   float row_sum[kRows];  // this thread's partial sum; quad-reduced in finalize()
   float scale_log2;
 
@@ -61,19 +67,28 @@ struct OnlineSoftmax {
   }
 
   // Replaces the scores in `s` (a rowcol view) by p; returns through `o_scale` the factor that
-  // rescales the output accumulated so far.
+  // rescales the output accumulated so far, and whether any row of the warp has one other than 1
+  // (warp-uniform: the caller skips the rescale otherwise).
   template <class Tensor>
-  __device__ __forceinline__ void step(Tensor& s, float (&o_scale)[kRows]) {
+  __device__ __forceinline__ bool step(Tensor& s, float (&o_scale)[kRows]) {
     static_assert(decltype(size<0>(s))::value == kRows);
+    bool moved = false;
     CUTE_UNROLL
     for (int r = 0; r < kRows; ++r) {
       float m = row_max[r];
       CUTE_UNROLL
       for (int c = 0; c < size<1>(s); ++c) m = fmaxf(m, s(r, c));
       m = quad_max(m);
+      // -inf to finite moves; -inf to -inf does not (-inf > -inf is false)
+      if (m * scale_log2 > row_max[r] * scale_log2 + kRescaleLog2) {
+        o_scale[r] = exp2_approx(row_max[r] * scale_log2 - m * scale_log2);
+        row_max[r] = m;
+        moved = true;
+      } else {
+        o_scale[r] = 1.f;
+        m = row_max[r];
+      }
       const float m_scaled = m == -INFINITY ? 0.f : m * scale_log2;
-      o_scale[r] = exp2_approx(row_max[r] * scale_log2 - m_scaled);
-      row_max[r] = m;
       float sum = 0.f;
       CUTE_UNROLL
       for (int c = 0; c < size<1>(s); ++c) {
@@ -83,6 +98,7 @@ struct OnlineSoftmax {
       }
       row_sum[r] = row_sum[r] * o_scale[r] + sum;
     }
+    return __any_sync(0xffffffffu, moved);
   }
 
   // Final normalization factor of each row (0 for rows that saw nothing) and its natural-log LSE.
@@ -100,15 +116,31 @@ struct OnlineSoftmax {
 
 // Masks S (rowcol view, with coordinates `coord` of the same view, relative to the tile origin)
 // for key block n: keys at or past seqlen_k, and keys outside the bottom-right aligned window.
+// Without a left window (causal, or no window at all) an element is tested against the upper
+// bound only: one compare and one select instead of two compares and a select.
 template <int kBlockM, int kBlockN, class TensorS, class TensorC>
 __device__ __forceinline__ void apply_mask(TensorS& s, TensorC const& coord, int m_block, int n_block,
                                            int seqlen_q, int seqlen_k, int window_left,
                                            int window_right) {
   const int shift = seqlen_k - seqlen_q;
+  auto upper = [&](int row) {
+    return window_right >= 0 ? min(seqlen_k, row + shift + window_right + 1) : seqlen_k;
+  };
+  if (window_left < 0) {
+    CUTE_UNROLL
+    for (int r = 0; r < size<0>(s); ++r) {
+      const int hi = upper(m_block * kBlockM + get<0>(coord(r, 0))) - n_block * kBlockN;
+      CUTE_UNROLL
+      for (int c = 0; c < size<1>(s); ++c) {
+        if (get<1>(coord(r, c)) >= hi) s(r, c) = -INFINITY;
+      }
+    }
+    return;
+  }
   CUTE_UNROLL
   for (int r = 0; r < size<0>(s); ++r) {
     const int row = m_block * kBlockM + get<0>(coord(r, 0));
-    const int hi = window_right >= 0 ? min(seqlen_k, row + shift + window_right + 1) : seqlen_k;
+    const int hi = upper(row);
     const int lo = window_left >= 0 ? row + shift - window_left : 0;
     CUTE_UNROLL
     for (int c = 0; c < size<1>(s); ++c) {

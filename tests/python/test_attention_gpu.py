@@ -163,6 +163,27 @@ def test_large_magnitude_inputs(dtype, seed):
     check(q, k, v)
 
 
+@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("rise", [6.0, 60.0, 600.0])
+def test_rising_scores_conditional_rescale(D, rise, seed):
+    """Scores that rise by `rise` (log2 units) from the last key to the first, the order in which
+    the kernel visits key blocks: the subtracted row max lags the true one by up to
+    kRescaleLog2 (8) and moves only past it (fwd_sm90_softmax.cuh): never after the first block
+    (6), every few blocks (60), at every block (600). Noise makes the rows of a warp differ."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    B, Sq, Sk, H = 1, 300, 1000, 2
+    u = torch.nn.functional.normalize(torch.randn(H, D, generator=g, device="cuda"), dim=-1)
+    ramp = torch.linspace(1.0, 0.0, Sk, device="cuda")  # key 0 scores highest
+    b = ramp * rise * math.sqrt(D) / math.log2(math.e)  # scale 1/sqrt(D): s * log2(e) spans rise
+    q = (u[None, None] + 0.05 * torch.randn(B, Sq, H, D, generator=g, device="cuda"))
+    k = b[None, :, None, None] * u[None, None] + torch.randn(B, Sk, H, D, generator=g, device="cuda")
+    v = torch.randn(B, Sk, H, D, generator=g, device="cuda")
+    q, k, v = (t.to(torch.bfloat16) for t in (q, k, v))
+    check(q, k, v)
+    check(q, k, v, causal=True)
+    check(q, k, v, window=(200, 0))
+
+
 def test_scale_and_strided_layouts(seed):
     g = torch.Generator(device="cuda").manual_seed(seed)
     # q, k, v as slices of one packed (B, S, 3, H, D) projection, and a BHSD out.
