@@ -64,6 +64,24 @@ constexpr bool use_pingpong(int head_dim_bucket, long long seqlen_k) {
 static_assert(use_pingpong(64, 1 << 20) && use_pingpong(128, 2047) && !use_pingpong(128, 2048) &&
               !use_pingpong(256, 2048));
 
+// Conditional O rescale (OnlineSoftmax in fwd_sm90_softmax.cuh): the subtracted row max moves only
+// past kRescaleLog2, and a warp none of whose rows moved skips O *= rescale. It pays where O is
+// wide against the scores a thread holds: d = 256 (128 FMULs per thread and key block against 32
+// scores). H200, x cuDNN: d=256 non-causal S=512-8k +5-10 %, causal +3-8 % (against a rescale
+// every block in the same binary); at d = 64 / 128 the restructured step ran 2-5 % slower than the
+// previous code (same H200, separate processes: d=128 non-causal 2k 1.00 -> 0.94), so they keep
+// the unconditional rescale (perf-notes item 26).
+constexpr bool use_conditional_rescale(int head_dim_bucket) { return head_dim_bucket >= 256; }
+static_assert(use_conditional_rescale(256) && !use_conditional_rescale(128));
+// Causal masks tested against their upper bound only where there is no left window (apply_mask):
+// the short-query d = 64 causal tile, whose diagonal blocks are ~40 % of its key steps at S = 512
+// (H200 A/B x cuDNN, two bounds -> one: S=512 0.822 -> 0.852, 1k 0.877 -> 0.896, 2k 0.978 ->
+// 0.995). The other tiles keep one mask code path (a second costs code size in the key loop).
+template <class Tile>
+constexpr bool kOneBoundMask = false;
+template <>
+constexpr bool kOneBoundMask<FwdTileD64Causal> = true;
+
 // The bucket a head dimension runs on (0: not supported on CUDA).
 constexpr int head_dim_bucket(long long d) {
   return d <= 0 || d % 8 != 0 ? 0 : d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0;

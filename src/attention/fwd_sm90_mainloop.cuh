@@ -9,8 +9,8 @@
 // Consumers (one warpgroup per 64 query rows), per key block n, overlapping the softmax of block n
 // with the P V product of block n+1 (FlashAttention-3's intra-warpgroup overlap):
 //   issue S = Q K[n]^T;  issue O += P V[n+1];  wait S;  mask, softmax -> P', rescale factors;
-//   wait PV;  O *= rescale (only when a row of the warp moved its max: fwd_sm90_softmax.cuh);
-//   P = P'
+//   wait PV;  O *= rescale (d = 256: only when a row of the warp moved its max,
+//   fwd_sm90_softmax.cuh);  P = P'
 // and across warpgroups (pingpong, where use_pingpong() in fwd_sm90_config.hpp says so): the
 // warpgroups take turns issuing their wgmma batches, so the tensor cores run one warpgroup's GEMMs
 // while the others do their softmax.
@@ -185,14 +185,14 @@ struct Mainloop {
     Tensor cS = thr_qk.partition_C(make_identity_tensor(Shape<Int<kBlockM>, Int<kBlockN>>{}));
     Tensor coord = make_tensor(cS.data(), rowcol(cS.layout()));
 
-    OnlineSoftmax<2> softmax(p.scale_log2);
+    OnlineSoftmax<2, T::kConditionalRescale> softmax(p.scale_log2);
     float o_scale[2];
     auto masked_softmax = [&](auto& tSrS, int n, bool check) -> bool {
       Tensor s = make_tensor(tSrS.data(), rowcol(tSrS.layout()));
       if (check && block_needs_mask<kBlockM, kBlockN>(tc.m_block, n, seq.seqlen_q, seq.seqlen_k,
                                                       p.window_left, p.window_right)) {
-        apply_mask<kBlockM, kBlockN>(s, coord, tc.m_block, n, seq.seqlen_q, seq.seqlen_k,
-                                     p.window_left, p.window_right);
+        apply_mask<kBlockM, kBlockN, T::kOneBoundMask>(s, coord, tc.m_block, n, seq.seqlen_q,
+                                                       seq.seqlen_k, p.window_left, p.window_right);
       }
       return softmax.step(s, o_scale);
     };

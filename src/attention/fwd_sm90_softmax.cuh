@@ -5,13 +5,14 @@
 // as (rows, cols) of this thread, so row reductions are plain loops plus two quad shuffles.
 //
 // Softmax runs in base 2 on raw scores s: p = 2^(s * scale_log2 - m * scale_log2) with m the
-// running row max, one FFMA and one EX2 per element. The m a row subtracts is only moved up when
-// the row's true max exceeds it by more than kRescaleLog2 (FlashAttention-4's conditional
-// rescaling): until then p <= 2^kRescaleLog2 (bf16 / fp16 P keep their relative precision), and
-// the output accumulated so far needs no rescale: a warp with no row moved skips it (perf-notes
-// item 26: +1-10 %). Any m gives the same softmax, since numerator and denominator both carry
-// 2^-m. A row whose visible scores are all -inf keeps m = -inf and uses 0 in the exponent, so it
-// contributes p = 0 and ends with sum 0: its output is 0 and its LSE -inf.
+// running row max, one FFMA and one EX2 per element. With kConditional (d = 256,
+// use_conditional_rescale in fwd_sm90_config.hpp) the m a row subtracts is only moved up when the
+// row's true max exceeds it by more than kRescaleLog2 (FlashAttention-4's conditional rescaling):
+// until then p <= 2^kRescaleLog2 (bf16 / fp16 P keep their relative precision) and the output
+// accumulated so far needs no rescale, so a warp with no row moved skips it. Any m gives the same
+// softmax, since numerator and denominator both carry 2^-m. A row whose visible scores are all
+// -inf keeps m = -inf and uses 0 in the exponent, so it contributes p = 0 and ends with sum 0: its
+// output is 0 and its LSE -inf.
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -55,9 +56,11 @@ __device__ __forceinline__ float quad_sum(float v) {
 
 constexpr float kRescaleLog2 = 8.0f;
 
-template <int kRows>
+// kConditional: the max moves only past kRescaleLog2 (use_conditional_rescale in
+// fwd_sm90_config.hpp); otherwise at every new max, as FlashAttention-2/3.
+template <int kRows, bool kConditional>
 struct OnlineSoftmax {
-  float row_max[kRows];  // the max each row subtracts (at most kRescaleLog2 below the true one)
+  float row_max[kRows];  // the max each row subtracts (kConditional: up to kRescaleLog2 below)
   float row_sum[kRows];  // this thread's partial sum; quad-reduced in finalize()
   float scale_log2;
 
@@ -67,8 +70,8 @@ struct OnlineSoftmax {
   }
 
   // Replaces the scores in `s` (a rowcol view) by p; returns through `o_scale` the factor that
-  // rescales the output accumulated so far, and whether any row of the warp has one other than 1
-  // (warp-uniform: the caller skips the rescale otherwise).
+  // rescales the output accumulated so far, and whether the caller must apply it: kConditional,
+  // whether any row of the warp moved its max (warp-uniform); otherwise always.
   template <class Tensor>
   __device__ __forceinline__ bool step(Tensor& s, float (&o_scale)[kRows]) {
     static_assert(decltype(size<0>(s))::value == kRows);
@@ -79,16 +82,17 @@ struct OnlineSoftmax {
       CUTE_UNROLL
       for (int c = 0; c < size<1>(s); ++c) m = fmaxf(m, s(r, c));
       m = quad_max(m);
-      // -inf to finite moves; -inf to -inf does not (-inf > -inf is false)
-      if (m * scale_log2 > row_max[r] * scale_log2 + kRescaleLog2) {
-        o_scale[r] = exp2_approx(row_max[r] * scale_log2 - m * scale_log2);
-        row_max[r] = m;
-        moved = true;
-      } else {
-        o_scale[r] = 1.f;
-        m = row_max[r];
+      if constexpr (kConditional) {
+        // -inf to finite moves; -inf to -inf does not (-inf > -inf is false)
+        if (m * scale_log2 > row_max[r] * scale_log2 + kRescaleLog2) {
+          moved = true;
+        } else {
+          m = row_max[r];
+        }
       }
       const float m_scaled = m == -INFINITY ? 0.f : m * scale_log2;
+      o_scale[r] = exp2_approx(row_max[r] * scale_log2 - m_scaled);
+      row_max[r] = m;
       float sum = 0.f;
       CUTE_UNROLL
       for (int c = 0; c < size<1>(s); ++c) {
@@ -98,7 +102,11 @@ struct OnlineSoftmax {
       }
       row_sum[r] = row_sum[r] * o_scale[r] + sum;
     }
-    return __any_sync(0xffffffffu, moved);
+    if constexpr (kConditional) {
+      return __any_sync(0xffffffffu, moved);
+    } else {
+      return true;
+    }
   }
 
   // Final normalization factor of each row (0 for rows that saw nothing) and its natural-log LSE.
@@ -116,9 +124,10 @@ struct OnlineSoftmax {
 
 // Masks S (rowcol view, with coordinates `coord` of the same view, relative to the tile origin)
 // for key block n: keys at or past seqlen_k, and keys outside the bottom-right aligned window.
-// Without a left window (causal, or no window at all) an element is tested against the upper
-// bound only: one compare and one select instead of two compares and a select.
-template <int kBlockM, int kBlockN, class TensorS, class TensorC>
+// kOneBound (kOneBoundMask in fwd_sm90_config.hpp): without a left window (causal, or no window
+// at all) an element is tested against the upper bound only: one compare and one select instead
+// of two compares and a select.
+template <int kBlockM, int kBlockN, bool kOneBound, class TensorS, class TensorC>
 __device__ __forceinline__ void apply_mask(TensorS& s, TensorC const& coord, int m_block, int n_block,
                                            int seqlen_q, int seqlen_k, int window_left,
                                            int window_right) {
@@ -126,7 +135,7 @@ __device__ __forceinline__ void apply_mask(TensorS& s, TensorC const& coord, int
   auto upper = [&](int row) {
     return window_right >= 0 ? min(seqlen_k, row + shift + window_right + 1) : seqlen_k;
   };
-  if (window_left < 0) {
+  if (kOneBound && window_left < 0) {
     CUTE_UNROLL
     for (int r = 0; r < size<0>(s); ++r) {
       const int hi = upper(m_block * kBlockM + get<0>(coord(r, 0))) - n_block * kBlockN;
