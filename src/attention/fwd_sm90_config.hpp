@@ -67,10 +67,10 @@ static_assert(use_pingpong(64, 1 << 20) && use_pingpong(128, 2047) && !use_pingp
 // Conditional O rescale (OnlineSoftmax in fwd_sm90_softmax.cuh): the subtracted row max moves only
 // past kRescaleLog2, and a warp none of whose rows moved skips O *= rescale. It pays where O is
 // wide against the scores a thread holds: d = 256 (128 FMULs per thread and key block against 32
-// scores). H200, x cuDNN: d=256 non-causal S=512-8k +5-10 %, causal +3-8 % (against a rescale
-// every block in the same binary); at d = 64 / 128 the restructured step ran 2-5 % slower than the
-// previous code (same H200, separate processes: d=128 non-causal 2k 1.00 -> 0.94), so they keep
-// the unconditional rescale (perf-notes item 26).
+// scores). H200, x cuDNN, against the previous kernel (same machine, separate processes): d=256
+// non-causal S=512-8k 0.940-1.060 -> 0.975-1.100, causal 0.932-1.209 -> 0.944-1.232. Applied to
+// every tile together with a second mask path it ran 2-5 % slower at d = 64 / 128 (d=128
+// non-causal 2k 1.00 -> 0.94), so they keep the unconditional rescale (perf-notes item 26).
 constexpr bool use_conditional_rescale(int head_dim_bucket) { return head_dim_bucket >= 256; }
 static_assert(use_conditional_rescale(256) && !use_conditional_rescale(128));
 // Causal masks tested against their upper bound only where there is no left window (apply_mask):
