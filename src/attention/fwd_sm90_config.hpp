@@ -65,14 +65,22 @@ static_assert(use_pingpong(64, 1 << 20) && use_pingpong(128, 2047) && !use_pingp
               !use_pingpong(256, 2048));
 
 // Conditional O rescale (OnlineSoftmax in fwd_sm90_softmax.cuh): the subtracted row max moves only
-// past kRescaleLog2, and a warp none of whose rows moved skips O *= rescale. It pays where O is
-// wide against the scores a thread holds: d = 256 (128 FMULs per thread and key block against 32
-// scores). H200, x cuDNN, against the previous kernel (same machine, separate processes): d=256
-// non-causal S=512-8k 0.940-1.060 -> 0.975-1.100, causal 0.932-1.209 -> 0.944-1.232. Applied to
-// every tile together with a second mask path it ran 2-5 % slower at d = 64 / 128 (d=128
-// non-causal 2k 1.00 -> 0.94), so they keep the unconditional rescale (perf-notes item 26).
-constexpr bool use_conditional_rescale(int head_dim_bucket) { return head_dim_bucket >= 256; }
-static_assert(use_conditional_rescale(256) && !use_conditional_rescale(128));
+// past kRescaleLog2, and a warp none of whose rows moved skips O *= rescale. Measured per tile
+// against the same tile without it (the previous kernel; perf-notes items 26-27):
+//  - d = 256 (128 FMULs per thread and key block against 32 scores): H200 x cuDNN, non-causal
+//    S=512-8k 0.940-1.060 -> 0.975-1.100, causal 0.932-1.209 -> 0.944-1.232.
+//  - d = 64 unmasked 192x128: S=2k-16k 1.021-1.091 -> 1.039-1.110 (S <= 1k equal).
+//  - not d = 128 (non-causal 1-1.5 % slower, causal equal) nor the d = 64 causal tiles (3-5 %
+//    slower at every S): there the vote and branch cost more than the FMULs they skip.
+template <class Tile>
+constexpr bool kConditionalRescale = false;
+template <>
+constexpr bool kConditionalRescale<FwdTile<64>> = true;
+template <>
+constexpr bool kConditionalRescale<FwdTile<256>> = true;
+template <>
+constexpr bool kConditionalRescale<FwdTileD256Long> = true;
+
 // Causal masks tested against their upper bound only where there is no left window (apply_mask):
 // the short-query d = 64 causal tile, whose diagonal blocks are ~40 % of its key steps at S = 512
 // (H200 A/B x cuDNN, two bounds -> one: S=512 0.822 -> 0.852, 1k 0.877 -> 0.896, 2k 0.978 ->

@@ -5,14 +5,14 @@
 // as (rows, cols) of this thread, so row reductions are plain loops plus two quad shuffles.
 //
 // Softmax runs in base 2 on raw scores s: p = 2^(s * scale_log2 - m * scale_log2) with m the
-// running row max, one FFMA and one EX2 per element. With kConditional (d = 256,
-// use_conditional_rescale in fwd_sm90_config.hpp) the m a row subtracts is only moved up when the
-// row's true max exceeds it by more than kRescaleLog2 (FlashAttention-4's conditional rescaling):
-// until then p <= 2^kRescaleLog2 (bf16 / fp16 P keep their relative precision) and the output
-// accumulated so far needs no rescale, so a warp with no row moved skips it. Any m gives the same
-// softmax, since numerator and denominator both carry 2^-m. A row whose visible scores are all
-// -inf keeps m = -inf and uses 0 in the exponent, so it contributes p = 0 and ends with sum 0: its
-// output is 0 and its LSE -inf.
+// running row max, one FFMA and one EX2 per element. With kConditional (d = 256 and the
+// unmasked d = 64 tile: kConditionalRescale in fwd_sm90_config.hpp) the m a row subtracts is only
+// moved up when the row's true max exceeds it by more than kRescaleLog2 (FlashAttention-4's
+// conditional rescaling): until then p <= 2^kRescaleLog2 (bf16 / fp16 P keep their relative
+// precision) and the output accumulated so far needs no rescale, so a warp with no row moved
+// skips it. Any m gives the same softmax, since numerator and denominator both carry 2^-m. A row
+// whose visible scores are all -inf keeps m = -inf and uses 0 in the exponent, so it contributes
+// p = 0 and ends with sum 0: its output is 0 and its LSE -inf.
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -56,7 +56,7 @@ __device__ __forceinline__ float quad_sum(float v) {
 
 constexpr float kRescaleLog2 = 8.0f;
 
-// kConditional: the max moves only past kRescaleLog2 (use_conditional_rescale in
+// kConditional: the max moves only past kRescaleLog2 (kConditionalRescale in
 // fwd_sm90_config.hpp); otherwise at every new max, as FlashAttention-2/3.
 template <int kRows, bool kConditional>
 struct OnlineSoftmax {

@@ -29,7 +29,7 @@ struct FwdTraits {
   static constexpr int kBlockM = Tile::kBlockM;
   static constexpr int kBlockN = Tile::kBlockN;
   static constexpr int kStages = Tile::kStages;
-  static constexpr bool kConditionalRescale = use_conditional_rescale(kHeadDim);
+  static constexpr bool kConditionalRescale = sm90::kConditionalRescale<Tile>;
   static constexpr bool kOneBoundMask = sm90::kOneBoundMask<Tile>;
 
   // One producer warpgroup (TMA) plus one consumer warpgroup per 64 query rows.

@@ -182,6 +182,7 @@ def test_rising_scores_conditional_rescale(D, rise, seed):
     check(q, k, v)
     check(q, k, v, causal=True)
     check(q, k, v, window=(200, 0))
+    check(q, k, v, window=(200, -1))  # left bound only: the unmasked tiles with a mask
 
 
 def test_scale_and_strided_layouts(seed):
