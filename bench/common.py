@@ -194,8 +194,9 @@ def _context_alive(device: str) -> bool:
 def run_variants(variants: list[Variant], device: str, flops: float | None,
                  label: str = "", interleave: bool = True, graph: bool = False) -> dict:
     """Checks each variant against its float64 reference on fresh inputs, then times the ones that
-    passed together, interleaved (timing.measure_many), or each in its own block of calls when
-    interleave is False (host-bound cases: see docs/benchmarking.md, "Timing"); graph: replays of
+    passed together, interleaved (timing.measure_many), or in blocks of each variant's calls that
+    take turns when interleave is False (timing.measure_blocks; host-bound cases: see
+    docs/benchmarking.md, "Timing"); graph: replays of
     CUDA graphs of the calls, interleaved (timing.measure_graph: kernel time, no host cost).
     Returns {name: {"status": "ok"|"FAILED"|"unavailable"|"error", ...}}."""
     results: dict[str, dict] = {}
@@ -235,12 +236,13 @@ def run_variants(variants: list[Variant], device: str, flops: float | None,
         except Exception as e:  # noqa: BLE001 - a failing variant never stops the run
             _record_exception(results, v, res, e, device, label)
 
-    stats = None  # from the interleaved timer; None: each variant timed in its own block
+    stats = None  # from the timer of all variants; None: time each alone
     if timed:
-        how = ", CUDA graphs" if graph else "" if interleave else ", one after the other"
+        how = ", CUDA graphs" if graph else "" if interleave else ", in blocks taking turns"
         progress(f"{label} -> timing {', '.join(timed)}{how}")
-    if timed and (interleave or graph):
-        timer = timing.measure_graph if graph and device != "cpu" else timing.measure_many
+    if timed:
+        timer = (timing.measure_graph if graph and device != "cpu" else
+                 timing.measure_many if interleave or graph else timing.measure_blocks)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

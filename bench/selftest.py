@@ -3,7 +3,8 @@
   1. each suite's run() against a fake deepwell that is right (ok), wrong (FAILED) or raises
      NotImplementedError (unavailable), at small CPU sizes;
   2. report.py and the plots on a synthetic GPU result;
-  3. the interleaved CUDA timer (timing.measure_many) against a fake CUDA clock.
+  3. the interleaved and block CUDA timers (timing.measure_many, measure_blocks) against a fake
+     CUDA clock.
   python3 bench/selftest.py
 """
 from __future__ import annotations
@@ -160,7 +161,23 @@ def check_interleaved_timer():
     assert rounds[0] != rounds[1] and rounds[0] == rounds[3], rounds[:4]
     shared = [x for n, x in calls if n != "c"]
     assert all(x != y for x, y in zip(shared, shared[1:])), shared[:12]
-    print("interleaved CUDA timer on a fake clock: as expected")
+
+    # measure_blocks: each variant's calls in runs of its own, the runs taking turns.
+    calls.clear()
+    torch.cuda.Event, torch.cuda.synchronize = FakeEvent, (lambda *a: None)
+    try:
+        blk = timing.measure_blocks({"a": (variant("a", 0.1), sets), "b": (variant("b", 0.3), sets),
+                                     "c": (variant("c", 0.2), [(9,)])}, "cuda", blocks=3)
+    finally:
+        torch.cuda.Event, torch.cuda.synchronize = real_event, real_sync
+    assert abs(blk["a"]["median_us"] - 100.0) < 1e-6 and abs(blk["b"]["median_us"] - 300.0) < 1e-6
+    assert blk["a"]["blocks"] == 3 and "interleaved_with" not in blk["a"], blk
+    runs = [calls[0][0]]
+    for (n0, _), (n1, _) in zip(calls, calls[1:]):
+        if n1 != n0:
+            runs.append(n1)
+    assert "".join(runs) == "abcbcacab", runs  # turns rotate: abc, bca, cab
+    print("interleaved and block CUDA timers on a fake clock: as expected")
 
 
 if __name__ == "__main__":

@@ -96,11 +96,12 @@ def _flush_buffer():
     return _flush_buf
 
 
-def _rounds(names: list, round_ms: float, call, max_warmup: int) -> dict:
+def _rounds(names: list, round_ms: float, call, max_warmup: int, share: float = 1.0) -> dict:
     """Warm-up rounds, then timed rounds in which every variant runs once, in an order that
     rotates from round to round; call(name, start, end) runs one unit of a variant (between the
     two events when they are given). Each variant gets the warm-up and repetition time of one
-    timed alone. Returns {name: [elapsed ms per timed unit]}."""
+    timed alone (times `share` of the repetitions, for one of several blocks). Returns
+    {name: [elapsed ms per timed unit]}."""
     import torch
 
     c = CONFIG
@@ -109,6 +110,7 @@ def _rounds(names: list, round_ms: float, call, max_warmup: int) -> dict:
         for n in names:
             call(n, None, None)
     reps = int(min(c["max_reps"], max(c["min_reps"], c["rep_ms"] * budget / round_ms)))
+    reps = max(1, round(reps * share))
     starts = {n: [torch.cuda.Event(enable_timing=True) for _ in range(reps)] for n in names}
     ends = {n: [torch.cuda.Event(enable_timing=True) for _ in range(reps)] for n in names}
     torch.cuda.synchronize()
@@ -126,6 +128,45 @@ def measure_many(entries: dict, device: str) -> dict:
     a call never reuses the set the previous variant just read (it would find it in L2)."""
     if device == "cpu":
         return {n: _measure_cpu(fn, sets) for n, (fn, sets) in entries.items()}
+    samples = _sample_many(entries, device)
+    out = {}
+    for n in entries:
+        res = _stats([ms * 1e3 for ms in samples[n]])
+        res["sets"] = len(entries[n][1])
+        if len(entries) > 1:
+            res["interleaved_with"] = len(entries) - 1
+        if CONFIG["do_bench"]:
+            res["do_bench_us"] = _do_bench(entries[n][0], entries[n][1][0])
+        out[n] = res
+    return out
+
+
+def measure_blocks(entries: dict, device: str, blocks: int = 4) -> dict:
+    """Times host-bound variants, each in its own blocks of back-to-back calls (so one variant's
+    host latency never lands between another's events: docs/benchmarking.md, "Timing"); the
+    variants' blocks take turns `blocks` times, in an order that rotates from turn to turn, each
+    block with its own warm-up and 1/blocks of the repetitions, so a drift of the host's speed
+    over the case (one variant's block in a slow spell) hits every variant alike. Stats are over
+    the calls of all its blocks; same keys as measure(), plus "blocks"."""
+    if device == "cpu":
+        return {n: _measure_cpu(fn, sets) for n, (fn, sets) in entries.items()}
+    names = list(entries)
+    samples: dict = {n: [] for n in names}
+    for b in range(blocks):
+        k = b % len(names)
+        for n in names[k:] + names[:k]:
+            samples[n] += _sample_many({n: entries[n]}, device, share=1.0 / blocks)[n]
+    out = {}
+    for n in names:
+        res = _stats([ms * 1e3 for ms in samples[n]])
+        res["sets"] = len(entries[n][1])
+        res["blocks"] = blocks
+        out[n] = res
+    return out
+
+
+def _sample_many(entries: dict, device: str, share: float = 1.0) -> dict:
+    """measure_many's timed calls: {name: [elapsed ms per call]}."""
     import torch
 
     c = CONFIG
@@ -162,17 +203,7 @@ def measure_many(entries: dict, device: str) -> dict:
         if end is not None:
             end.record()
 
-    samples = _rounds(names, sum(est.values()), call, max_warmup=1000)
-    out = {}
-    for n in names:
-        res = _stats([ms * 1e3 for ms in samples[n]])
-        res["sets"] = len(entries[n][1])
-        if len(names) > 1:
-            res["interleaved_with"] = len(names) - 1
-        if c["do_bench"]:
-            res["do_bench_us"] = _do_bench(entries[n][0], entries[n][1][0])
-        out[n] = res
-    return out
+    return _rounds(names, sum(est.values()), call, max_warmup=1000, share=share)
 
 
 def measure_graph(entries: dict, device: str, min_graph_us: float = 300.0) -> dict:

@@ -4,10 +4,12 @@ the same data, and vs torch.compile'd SDPA. bf16, non-causal. Ratios are SDPA ti
 time (> 1: deepwell faster).
 
 These calls are host-bound (their host cost is about their GPU time), so each variant is timed in
-its own block of calls, not interleaved with the others: a variant whose host cost exceeds its
-GPU time drains the stream, and the call timed after it then pays its whole host latency on an
-idle GPU. Interleaved on an H100 host (2026-11-21), deepwell at (8,16,512,128) measured 82 us
-after SDPA against 43 us in its own block (docs/benchmarking.md, "Timing")."""
+blocks of its own calls, not interleaved call by call with the others: a variant whose host cost
+exceeds its GPU time drains the stream, and the call timed after it then pays its whole host
+latency on an idle GPU. Interleaved on an H100 host (2026-11-21), deepwell at (8,16,512,128)
+measured 82 us after SDPA against 43 us in its own block (docs/benchmarking.md, "Timing"). The
+variants' blocks take turns four times (timing.measure_blocks), so a slow spell of the host hits
+them alike."""
 from __future__ import annotations
 
 import functools
