@@ -90,6 +90,18 @@ constexpr bool kOneBoundMask = false;
 template <>
 constexpr bool kOneBoundMask<FwdTileD64Causal> = true;
 
+// Softmax with short dependency chains (OnlineSoftmax::step_tree in fwd_sm90_softmax.cuh: each
+// row's max and sum over four partial results, all rows' phases side by side). Measured per tile
+// against the same tile without it (H200 x cuDNN, perf-notes item 28): the unmasked d = 64 tile
+// gains at every S (512 / 1k / 2k / 16k 0.946 / 0.954 / 1.040 / 1.108 -> 0.979 / 0.997 / 1.094 /
+// 1.157); d = 128 non-causal and both d = 64 causal tiles (192x96 has three consumer warpgroups
+// too) lose 1-2 %, d = 128 causal and d = 256 move within +-1 %. Why only that tile gains is not
+// established (it is the one with the 136-byte spill and the conditional rescale).
+template <class Tile>
+constexpr bool kTreeSoftmax = false;
+template <>
+constexpr bool kTreeSoftmax<FwdTile<64>> = true;
+
 // The bucket a head dimension runs on (0: not supported on CUDA).
 constexpr int head_dim_bucket(long long d) {
   return d <= 0 || d % 8 != 0 ? 0 : d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0;

@@ -185,7 +185,7 @@ struct Mainloop {
     Tensor cS = thr_qk.partition_C(make_identity_tensor(Shape<Int<kBlockM>, Int<kBlockN>>{}));
     Tensor coord = make_tensor(cS.data(), rowcol(cS.layout()));
 
-    OnlineSoftmax<2, T::kConditionalRescale> softmax(p.scale_log2);
+    OnlineSoftmax<2, T::kConditionalRescale, T::kTreeSoftmax> softmax(p.scale_log2);
     float o_scale[2];
     auto masked_softmax = [&](auto& tSrS, int n, bool check) -> bool {
       Tensor s = make_tensor(tSrS.data(), rowcol(tSrS.layout()));

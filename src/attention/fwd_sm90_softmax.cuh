@@ -57,8 +57,9 @@ __device__ __forceinline__ float quad_sum(float v) {
 constexpr float kRescaleLog2 = 8.0f;
 
 // kConditional: the max moves only past kRescaleLog2 (kConditionalRescale in
-// fwd_sm90_config.hpp); otherwise at every new max, as FlashAttention-2/3.
-template <int kRows, bool kConditional>
+// fwd_sm90_config.hpp); otherwise at every new max, as FlashAttention-2/3. kTree: step() runs
+// step_tree() (kTreeSoftmax in fwd_sm90_config.hpp).
+template <int kRows, bool kConditional, bool kTree>
 struct OnlineSoftmax {
   float row_max[kRows];  // the max each row subtracts (kConditional: up to kRescaleLog2 below)
   float row_sum[kRows];  // this thread's partial sum; quad-reduced in finalize()
@@ -74,6 +75,9 @@ struct OnlineSoftmax {
   // whether any row of the warp moved its max (warp-uniform); otherwise always.
   template <class Tensor>
   __device__ __forceinline__ bool step(Tensor& s, float (&o_scale)[kRows]) {
+    if constexpr (kTree) {
+      return step_tree(s, o_scale);
+    }
     static_assert(decltype(size<0>(s))::value == kRows);
     bool moved = false;
     CUTE_UNROLL
@@ -101,6 +105,69 @@ struct OnlineSoftmax {
         sum += p;
       }
       row_sum[r] = row_sum[r] * o_scale[r] + sum;
+    }
+    if constexpr (kConditional) {
+      return __any_sync(0xffffffffu, moved);
+    } else {
+      return true;
+    }
+  }
+
+  // step() with short dependency chains: each row's max and sum over kLanes independent partial
+  // results (fmax is exact in any order; the sum's rounding order changes, deterministically), and
+  // all rows' phases side by side, so that the few consumer warps per scheduler find independent
+  // instructions instead of waiting on a 32-long FMNMX or FADD chain.
+  template <class Tensor>
+  __device__ __forceinline__ bool step_tree(Tensor& s, float (&o_scale)[kRows]) {
+    static_assert(decltype(size<0>(s))::value == kRows);
+    constexpr int kCols = decltype(size<1>(s))::value;
+    constexpr int kLanes = 4;
+    static_assert(kCols % kLanes == 0);
+    float m[kRows];
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      float part[kLanes];
+      CUTE_UNROLL
+      for (int j = 0; j < kLanes; ++j) part[j] = s(r, j);
+      CUTE_UNROLL
+      for (int c = kLanes; c < kCols; c += kLanes) {
+        CUTE_UNROLL
+        for (int j = 0; j < kLanes; ++j) part[j] = fmaxf(part[j], s(r, c + j));
+      }
+      m[r] = fmaxf(fmaxf(fmaxf(part[0], part[1]), fmaxf(part[2], part[3])), row_max[r]);
+    }
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) m[r] = quad_max(m[r]);
+    bool moved = false;
+    float m_scaled[kRows];
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      if constexpr (kConditional) {
+        if (m[r] * scale_log2 > row_max[r] * scale_log2 + kRescaleLog2) {
+          moved = true;
+        } else {
+          m[r] = row_max[r];
+        }
+      }
+      m_scaled[r] = m[r] == -INFINITY ? 0.f : m[r] * scale_log2;
+      o_scale[r] = exp2_approx(row_max[r] * scale_log2 - m_scaled[r]);
+      row_max[r] = m[r];
+    }
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      float part[kLanes];
+      CUTE_UNROLL
+      for (int j = 0; j < kLanes; ++j) part[j] = 0.f;
+      CUTE_UNROLL
+      for (int c = 0; c < kCols; c += kLanes) {
+        CUTE_UNROLL
+        for (int j = 0; j < kLanes; ++j) {
+          const float p = exp2_approx(fmaf(s(r, c + j), scale_log2, -m_scaled[r]));
+          s(r, c + j) = p;
+          part[j] += p;
+        }
+      }
+      row_sum[r] = row_sum[r] * o_scale[r] + ((part[0] + part[1]) + (part[2] + part[3]));
     }
     if constexpr (kConditional) {
       return __any_sync(0xffffffffu, moved);

@@ -31,6 +31,7 @@ struct FwdTraits {
   static constexpr int kStages = Tile::kStages;
   static constexpr bool kConditionalRescale = sm90::kConditionalRescale<Tile>;
   static constexpr bool kOneBoundMask = sm90::kOneBoundMask<Tile>;
+  static constexpr bool kTreeSoftmax = sm90::kTreeSoftmax<Tile>;
 
   // One producer warpgroup (TMA) plus one consumer warpgroup per 64 query rows.
   static constexpr int kNumMmaWarpGroups = kBlockM / 64;
