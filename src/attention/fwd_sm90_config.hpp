@@ -102,6 +102,28 @@ constexpr bool kTreeSoftmax = false;
 template <>
 constexpr bool kTreeSoftmax<FwdTile<64>> = true;
 
+// Where a consumer waits for V[n+1] (fwd_sm90_mainloop.cuh): after issuing S = Q K[n]^T, just
+// before P V[n+1] needs it (FlashAttention-3's order), not before both. Measured per tile against
+// the same tile waiting first (H200 x cuDNN, perf-notes item 29): d = 128 +1.5-2 % non-causal
+// (512 0.977 -> 0.997, 16k 1.001 -> 1.022) and +1-3 % causal, d = 256 +1-2 %, d = 64 +0.2-1 %;
+// the 192x96 d = 64 causal tile 0.3-1 % slower at S >= 4k, so it keeps the early wait.
+template <class Tile>
+constexpr bool kLateVWait = true;
+template <>
+constexpr bool kLateVWait<FwdTileD64CausalLong> = false;
+
+// O *= rescale between the next S and P V issues (while Q K^T runs) instead of after the P V
+// wait (FlashAttention-3's RescaleOBeforeGemm, which it uses above d = 128). Measured per tile on
+// top of the late V wait (perf-notes item 29): d = 256 64-key +1-3 % (non-causal 1k 1.011 ->
+// 1.037, causal 512 0.960 -> 0.971), the short d = 64 causal tile +2 % at S = 512; d = 128 1.5-2 %
+// slower at S <= 1k non-causal, so it keeps the rescale after the wait.
+template <class Tile>
+constexpr bool kRescaleBeforePV = false;
+template <>
+constexpr bool kRescaleBeforePV<FwdTile<256>> = true;
+template <>
+constexpr bool kRescaleBeforePV<FwdTileD64Causal> = true;
+
 // The bucket a head dimension runs on (0: not supported on CUDA).
 constexpr int head_dim_bucket(long long d) {
   return d <= 0 || d % 8 != 0 ? 0 : d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0;

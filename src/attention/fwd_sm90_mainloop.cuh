@@ -8,9 +8,12 @@
 //
 // Consumers (one warpgroup per 64 query rows), per key block n, overlapping the softmax of block n
 // with the P V product of block n+1 (FlashAttention-3's intra-warpgroup overlap):
-//   issue S = Q K[n]^T;  issue O += P V[n+1];  wait S;  mask, softmax -> P', rescale factors;
-//   wait PV;  O *= rescale (d = 256: only when a row of the warp moved its max,
-//   fwd_sm90_softmax.cuh);  P = P'
+//   wait K[n];  issue S = Q K[n]^T;  wait V[n+1];  issue O += P V[n+1];  wait S;
+//   mask, softmax -> P', rescale factors;  wait PV;  O *= rescale;  P = P'
+// (where kConditionalRescale: only when a row of the warp moved its max, fwd_sm90_softmax.cuh;
+// where kRescaleBeforePV: the O *= rescale moves to between the next S and P V issues, so it
+// runs while Q K^T does; where !kLateVWait: V[n+1] is awaited before S is issued.
+// fwd_sm90_config.hpp says which tiles.)
 // and across warpgroups (pingpong, where use_pingpong() in fwd_sm90_config.hpp says so): the
 // warpgroups take turns issuing their wgmma batches, so the tensor cores run one warpgroup's GEMMs
 // while the others do their softmax.
@@ -221,13 +224,26 @@ struct Mainloop {
     masked_softmax(tSrS, n, true);
     Tensor tOrP = to_operand_a(tSrS);
 
+    auto rescale_o = [&]() {
+      Tensor o = make_tensor(tOrO.data(), rowcol(tOrO.layout()));
+      CUTE_UNROLL
+      for (int r = 0; r < size<0>(o); ++r) {
+        CUTE_UNROLL
+        for (int c = 0; c < size<1>(o); ++c) o(r, c) *= o_scale[r];
+      }
+    };
+    bool rescale_pending = false;  // kRescaleBeforePV: O *= o_scale is due before the next P V
     bool first_pv = true;
     for (--n; n >= n_lo; --n) {
       Tensor tSrS_next = partition_fragment_C(mma_qk, select<0, 1>(typename T::TileShapeQK{}));
       pipe_k.consumer_wait(k_state);
-      pipe_v.consumer_wait(v_state);
+      if constexpr (!T::kLateVWait) pipe_v.consumer_wait(v_state);
       if (pingpong) Turns::wait_turn(wg);
       wgmma<-1>(mma_qk, tSrQ, tSrK(_, _, _, k_state.index()), tSrS_next, true);
+      if constexpr (T::kRescaleBeforePV) {
+        if (rescale_pending) rescale_o();  // while Q K^T runs
+      }
+      if constexpr (T::kLateVWait) pipe_v.consumer_wait(v_state);
       wgmma<-1>(mma_pv, tOrP, tOrV(_, _, _, v_state.index()), tOrO, first_pv);
       if (pingpong) Turns::pass_turn(wg);
       first_pv = false;
@@ -238,18 +254,18 @@ struct Mainloop {
       warpgroup_wait<0>();  // P V done: O may be rescaled, V's stage released
       pipe_v.consumer_release(v_state);
       ++v_state;
-      if (rescale) {
-        Tensor o = make_tensor(tOrO.data(), rowcol(tOrO.layout()));
-        CUTE_UNROLL
-        for (int r = 0; r < size<0>(o); ++r) {
-          CUTE_UNROLL
-          for (int c = 0; c < size<1>(o); ++c) o(r, c) *= o_scale[r];
-        }
+      if constexpr (T::kRescaleBeforePV) {
+        rescale_pending = rescale;
+      } else if (rescale) {
+        rescale_o();
       }
       tOrP = to_operand_a(tSrS_next);
     }
     pipe_v.consumer_wait(v_state);
     if (pingpong) Turns::wait_turn(wg);
+    if constexpr (T::kRescaleBeforePV) {
+      if (rescale_pending) rescale_o();
+    }
     wgmma<-1>(mma_pv, tOrP, tOrV(_, _, _, v_state.index()), tOrO, first_pv);
     if (pingpong) Turns::pass_turn(wg);
     warpgroup_wait<0>();

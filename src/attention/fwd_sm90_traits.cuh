@@ -32,6 +32,8 @@ struct FwdTraits {
   static constexpr bool kConditionalRescale = sm90::kConditionalRescale<Tile>;
   static constexpr bool kOneBoundMask = sm90::kOneBoundMask<Tile>;
   static constexpr bool kTreeSoftmax = sm90::kTreeSoftmax<Tile>;
+  static constexpr bool kLateVWait = sm90::kLateVWait<Tile>;
+  static constexpr bool kRescaleBeforePV = sm90::kRescaleBeforePV<Tile>;
 
   // One producer warpgroup (TMA) plus one consumer warpgroup per 64 query rows.
   static constexpr int kNumMmaWarpGroups = kBlockM / 64;
