@@ -114,13 +114,16 @@ constexpr bool kLateVWait<FwdTileD64CausalLong> = false;
 
 // O *= rescale between the next S and P V issues (while Q K^T runs) instead of after the P V
 // wait (FlashAttention-3's RescaleOBeforeGemm, which it uses above d = 128). Measured per tile on
-// top of the late V wait (perf-notes item 29): d = 256 64-key +1-3 % (non-causal 1k 1.011 ->
-// 1.037, causal 512 0.960 -> 0.971), the short d = 64 causal tile +2 % at S = 512; d = 128 1.5-2 %
-// slower at S <= 1k non-causal, so it keeps the rescale after the wait.
+// top of the late V wait (perf-notes item 29): d = 256 +1-3 % (64 keys: non-causal 1k 1.011 ->
+// 1.037, causal 512 0.960 -> 0.971; 80 keys: 16k 1.135 -> 1.153, causal 8k 1.268 -> 1.293), the
+// short d = 64 causal tile +2 % at S = 512; d = 128 1.5-2 % slower at S <= 1k non-causal and the
+// 192x96 d = 64 causal tile 1-2 % slower, so they keep the rescale after the wait.
 template <class Tile>
 constexpr bool kRescaleBeforePV = false;
 template <>
 constexpr bool kRescaleBeforePV<FwdTile<256>> = true;
+template <>
+constexpr bool kRescaleBeforePV<FwdTileD256Long> = true;
 template <>
 constexpr bool kRescaleBeforePV<FwdTileD64Causal> = true;
 
