@@ -131,8 +131,7 @@ def measure_many(entries: dict, device: str) -> dict:
     samples = _sample_many(entries, device)
     out = {}
     for n in entries:
-        res = _stats([ms * 1e3 for ms in samples[n]])
-        res["sets"] = len(entries[n][1])
+        res = _result(samples[n], entries[n][1])
         if len(entries) > 1:
             res["interleaved_with"] = len(entries) - 1
         if CONFIG["do_bench"]:
@@ -156,20 +155,18 @@ def measure_blocks(entries: dict, device: str, blocks: int = 4) -> dict:
         k = b % len(names)
         for n in names[k:] + names[:k]:
             samples[n] += _sample_many({n: entries[n]}, device, share=1.0 / blocks)[n]
-    out = {}
-    for n in names:
-        res = _stats([ms * 1e3 for ms in samples[n]])
-        res["sets"] = len(entries[n][1])
-        res["blocks"] = blocks
-        out[n] = res
-    return out
+    return {n: {**_result(samples[n], entries[n][1]), "blocks": blocks} for n in names}
+
+
+def _result(samples_ms: list[float], sets: list) -> dict:
+    """Stats of one variant's timed calls, and how many input sets it rotated over."""
+    return {**_stats([ms * 1e3 for ms in samples_ms]), "sets": len(sets)}
 
 
 def _sample_many(entries: dict, device: str, share: float = 1.0) -> dict:
     """measure_many's timed calls: {name: [elapsed ms per call]}."""
     import torch
 
-    c = CONFIG
     flush = _flush_buffer()
     names = list(entries)
     counters: dict[int, int] = {}

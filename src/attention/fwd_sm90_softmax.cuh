@@ -70,6 +70,15 @@ struct OnlineSoftmax {
     for (int r = 0; r < kRows; ++r) row_max[r] = -INFINITY, row_sum[r] = 0.f;
   }
 
+  // What step() returns: kConditional, whether any row of the warp moved; otherwise always.
+  static __device__ __forceinline__ bool must_rescale(bool moved) {
+    if constexpr (kConditional) {
+      return __any_sync(0xffffffffu, moved);
+    } else {
+      return true;
+    }
+  }
+
   // Replaces the scores in `s` (a rowcol view) by p; returns through `o_scale` the factor that
   // rescales the output accumulated so far, and whether the caller must apply it: kConditional,
   // whether any row of the warp moved its max (warp-uniform); otherwise always.
@@ -106,11 +115,7 @@ struct OnlineSoftmax {
       }
       row_sum[r] = row_sum[r] * o_scale[r] + sum;
     }
-    if constexpr (kConditional) {
-      return __any_sync(0xffffffffu, moved);
-    } else {
-      return true;
-    }
+    return must_rescale(moved);
   }
 
   // step() with short dependency chains: each row's max and sum over kLanes independent partial
@@ -140,6 +145,9 @@ struct OnlineSoftmax {
     for (int r = 0; r < kRows; ++r) m[r] = quad_max(m[r]);
     bool moved = false;
     float m_scaled[kRows];
+    // The max update of step(), for all rows. Kept written out: a helper shared with step() gave
+    // the same instruction count but another schedule here (ptxas fused other FADDs into FFMAs),
+    // so not the kernel that was measured (session 23).
     CUTE_UNROLL
     for (int r = 0; r < kRows; ++r) {
       if constexpr (kConditional) {
@@ -169,11 +177,7 @@ struct OnlineSoftmax {
       }
       row_sum[r] = row_sum[r] * o_scale[r] + ((part[0] + part[1]) + (part[2] + part[3]));
     }
-    if constexpr (kConditional) {
-      return __any_sync(0xffffffffu, moved);
-    } else {
-      return true;
-    }
+    return must_rescale(moved);
   }
 
   // Final normalization factor of each row (0 for rows that saw nothing) and its natural-log LSE.
