@@ -15,6 +15,8 @@ set(DEEPWELL_CUDA_SOURCES
   src/attention/fwd_sm90_inst_f16_d64.cu
   src/attention/fwd_sm90_inst_f16_d128.cu
   src/attention/fwd_sm90_inst_f16_d256.cu
+  src/attention/fwd_sm90_inst_bf16_d64_causal_short.cu
+  src/attention/fwd_sm90_inst_f16_d64_causal_short.cu
   src/attention/fwd_sm90_inst_bf16_d64_causal.cu
   src/attention/fwd_sm90_inst_f16_d64_causal.cu
   src/attention/fwd_sm90_inst_bf16_d64_causal_long.cu
@@ -159,5 +161,5 @@ function(_dw_group_instances family regex size host_options)
 endfunction()
 # Unit sizes: the GEMM units stay near 2 minutes each so that two cores stay busy to the end.
 _dw_group_instances(gemm "^src/gemm/gemm_inst_.*\\.cu$" 3 "-Xcompiler=-O1")
-_dw_group_instances(attention "^src/attention/fwd_sm90_inst_.*\\.cu$" 5 "")
+_dw_group_instances(attention "^src/attention/fwd_sm90_inst_.*\\.cu$" 6 "")
 _dw_group_instances(fp8 "^src/gemm/fp8_sm90_inst_.*\\.cu$" 4 "")

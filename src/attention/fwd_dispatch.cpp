@@ -16,6 +16,11 @@ Status forward_cuda(const Problem& p, const Context& ctx) {
   const bool bf16 = p.dtype == DType::kBF16;
   switch (sm90::head_dim_bucket(p.head_dim)) {
     case 64:
+      if (p.window_right >= 0 && p.seqlen_q <= sm90::kD64CausalShortTileMaxSeqlen &&
+          p.seqlen_k <= sm90::kD64CausalShortTileMaxSeqlen) {
+        return bf16 ? sm90::fwd_bf16_d64_causal_short(p, ctx)
+                    : sm90::fwd_f16_d64_causal_short(p, ctx);
+      }
       if (p.window_right >= 0 && p.seqlen_q <= sm90::kD64CausalTileMaxSeqlenQ) {
         return bf16 ? sm90::fwd_bf16_d64_causal(p, ctx) : sm90::fwd_f16_d64_causal(p, ctx);
       }

@@ -14,6 +14,8 @@ Status fwd_f16_d64(const Problem& p, const Context& ctx);
 Status fwd_f16_d128(const Problem& p, const Context& ctx);
 Status fwd_f16_d256(const Problem& p, const Context& ctx);
 // Keys bounded on the right (causal, right window).
+Status fwd_bf16_d64_causal_short(const Problem& p, const Context& ctx);
+Status fwd_f16_d64_causal_short(const Problem& p, const Context& ctx);
 Status fwd_bf16_d64_causal(const Problem& p, const Context& ctx);
 Status fwd_f16_d64_causal(const Problem& p, const Context& ctx);
 Status fwd_bf16_d64_causal_long(const Problem& p, const Context& ctx);

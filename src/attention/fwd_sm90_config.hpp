@@ -15,12 +15,14 @@
 namespace deepwell::attention::sm90 {
 
 // A tile policy: query rows per CTA tile (kBlockM, 64 per consumer warpgroup), keys per step of
-// the mainloop (kBlockN) and K/V pipeline depth (kStages).
-template <int kBlockM_, int kBlockN_, int kStages_>
+// the mainloop (kBlockN), K/V pipeline depth (kStages) and CTAs resident per SM (kCtasPerSm: 2
+// halves each CTA's registers and shared memory; the persistent grid has kCtasPerSm CTAs per SM).
+template <int kBlockM_, int kBlockN_, int kStages_, int kCtasPerSm_ = 1>
 struct TilePolicy {
   static constexpr int kBlockM = kBlockM_;
   static constexpr int kBlockN = kBlockN_;
   static constexpr int kStages = kStages_;
+  static constexpr int kCtasPerSm = kCtasPerSm_;
 };
 
 // The tile of each head-dimension bucket when no mask bounds the keys on the right.
@@ -36,6 +38,15 @@ template <> struct FwdTile<256> : TilePolicy<128, 64, 2> {};   // 2 consumer war
 // 0.83); from 1.5k the 3-warpgroup tile wins (1.5k 0.91 -> 1.00, 2k 0.93 -> 0.99).
 struct FwdTileD64Causal : TilePolicy<128, 128, 2> {};
 constexpr long long kD64CausalTileMaxSeqlenQ = 1024;
+// With short keys too (seqlen_q and seqlen_k <= 1024), 64-row tiles of 64 keys, three CTAs per SM
+// (one consumer warpgroup each, 136 registers): tiles average ~2.5 key blocks there, so a CTA
+// spends most of its time in the per-tile latency (Q wait, the first Q K^T and softmax alone, the
+// epilogue) that other CTAs on the SM now fill (H200 A/B x cuDNN, 128x128 -> this: S=512 0.869 ->
+// 1.025, 1k 0.903 -> 0.994; 1.5k 1.012 -> 0.994, 2k 0.985 -> 0.975, so not beyond 1k; two CTAs
+// of 64x128 gained 3 %; non-causal it loses 4-16 %). Longer keys keep the 128x128 tile (not
+// measured with this one).
+struct FwdTileD64CausalShort : TilePolicy<64, 64, 3, 3> {};
+constexpr long long kD64CausalShortTileMaxSeqlen = 1024;
 // Above that, the 3-warpgroup tile with 96 keys per step: ptxas spills 136 bytes at 192x128 (160
 // registers per consumer) and none at 192x96, which pays on causal tiles (H100 A/B x cuDNN, bf16,
 // 192x128 -> 192x96: S=4k 0.985 -> 1.028, 8k 1.064 -> 1.100, 16k 1.095 -> 1.114) but not without a
@@ -89,6 +100,8 @@ template <class Tile>
 constexpr bool kOneBoundMask = false;
 template <>
 constexpr bool kOneBoundMask<FwdTileD64Causal> = true;
+template <>
+constexpr bool kOneBoundMask<FwdTileD64CausalShort> = true;  // as measured (perf-notes item 34)
 
 // Softmax with short dependency chains (OnlineSoftmax::step_tree in fwd_sm90_softmax.cuh: each
 // row's max and sum over four partial results, all rows' phases side by side). Measured per tile
@@ -126,6 +139,8 @@ template <>
 constexpr bool kRescaleBeforePV<FwdTileD256Long> = true;
 template <>
 constexpr bool kRescaleBeforePV<FwdTileD64Causal> = true;
+template <>
+constexpr bool kRescaleBeforePV<FwdTileD64CausalShort> = true;  // as measured (item 34)
 
 // The bucket a head dimension runs on (0: not supported on CUDA).
 constexpr int head_dim_bucket(long long d) {

@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -21,7 +22,7 @@
 namespace deepwell::attention::sm90 {
 
 template <class Traits>
-__global__ void __launch_bounds__(Traits::kNumThreads, 1)
+__global__ void __launch_bounds__(Traits::kNumThreads, Traits::kCtasPerSm)
     attention_fwd_kernel(CUTE_GRID_CONSTANT FwdParams<Traits> const p) {
   using T = Traits;
   using Pipeline = typename T::PipelineKV;
@@ -241,11 +242,21 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
                                           T::kSmemBytes));
     attribute_set[device].store(true, std::memory_order_relaxed);
   }
-  // Persistent: one CTA per SM. DEEPWELL_ATTN_MAX_GRID=<n> caps the grid further, so tests can
-  // make a small problem run many tiles per CTA.
+  // Persistent: kCtasPerSm CTAs per SM, or as many as the device can keep resident (asked once
+  // per device: a grid larger than that would run its last CTAs only after others finished).
+  // DEEPWELL_ATTN_MAX_GRID=<n> caps the grid further, so tests can make a small problem run many
+  // tiles per CTA.
+  static std::atomic<int> resident[64] = {};
+  int per_sm = device < 64 ? resident[device].load(std::memory_order_relaxed) : 0;
+  if (per_sm == 0) {
+    DW_CUDA_TRY(kOp, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, T::kNumThreads,
+                                                                   T::kSmemBytes));
+    per_sm = std::clamp(per_sm, 1, T::kCtasPerSm);
+    if (device < 64) resident[device].store(per_sm, std::memory_order_relaxed);
+  }
   const detail::DeviceInfo* info = nullptr;
   DW_TRY(detail::device_info(device, &info));
-  int grid = std::min(p.num_tiles, info->sm_count);
+  int grid = std::min(p.num_tiles, info->sm_count * per_sm);
   if (const char* env = std::getenv("DEEPWELL_ATTN_MAX_GRID")) {
     if (std::atoi(env) > 0) grid = std::min(grid, std::atoi(env));
   }

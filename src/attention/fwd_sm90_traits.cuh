@@ -29,6 +29,7 @@ struct FwdTraits {
   static constexpr int kBlockM = Tile::kBlockM;
   static constexpr int kBlockN = Tile::kBlockN;
   static constexpr int kStages = Tile::kStages;
+  static constexpr int kCtasPerSm = Tile::kCtasPerSm;
   static constexpr bool kConditionalRescale = sm90::kConditionalRescale<Tile>;
   static constexpr bool kOneBoundMask = sm90::kOneBoundMask<Tile>;
   static constexpr bool kTreeSoftmax = sm90::kTreeSoftmax<Tile>;
@@ -39,14 +40,19 @@ struct FwdTraits {
   static constexpr int kNumMmaWarpGroups = kBlockM / 64;
   static constexpr int kNumMmaThreads = kNumMmaWarpGroups * 128;
   static constexpr int kNumThreads = kNumMmaThreads + 128;
-  static constexpr int kProducerRegs = kNumMmaWarpGroups == 2 ? 24 : 32;
-  static constexpr int kConsumerRegs = kNumMmaWarpGroups == 2 ? 240 : 160;
+  // Registers per thread after setmaxnreg: the CTA's share of the 64K-register file (it launches
+  // with kLaunchRegs per thread, in steps of 8), mostly to the consumers (at most 240).
+  static constexpr int kLaunchRegs = cute::min(255, 64 * 1024 / (kNumThreads * kCtasPerSm)) / 8 * 8;
+  static constexpr int kProducerRegs = kNumMmaWarpGroups == 3 ? 32 : 24;
+  static constexpr int kConsumerRegs = cute::min(
+      240, (kLaunchRegs * kNumThreads - kProducerRegs * 128) / kNumMmaThreads / 8 * 8);
 
   static_assert(kBlockM % 64 == 0 && kNumMmaWarpGroups >= 1 && kNumMmaWarpGroups <= 3);
   static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "kBlockN: the N of one wgmma and the K of PV");
   static_assert(kHeadDim % 64 == 0 && kHeadDim <= 256, "head dim: whole 128-byte swizzle atoms");
-  static_assert(kProducerRegs * 128 + kConsumerRegs * kNumMmaThreads <= 64 * 1024,
-                "register reallocation must fit the 64K-register file");
+  static_assert(kCtasPerSm >= 1 && kCtasPerSm <= 3);
+  static_assert(kProducerRegs * 128 + kConsumerRegs * kNumMmaThreads <= kLaunchRegs * kNumThreads,
+                "register reallocation must fit the CTA's share of the 64K-register file");
 
   using TileShapeQK = Shape<Int<kBlockM>, Int<kBlockN>, Int<kHeadDim>>;  // (M, N, K) of S = Q K^T
   using TileShapePV = Shape<Int<kBlockM>, Int<kHeadDim>, Int<kBlockN>>;  // (M, N, K) of O = P V
@@ -107,11 +113,13 @@ struct FwdTraits {
   // staged in Q's buffer and Q is released after the epilogue.
   static constexpr int kTileBytes =
       (2 * kBlockM * kHeadDim + 2 * kStages * kBlockN * kHeadDim) * int(sizeof(Element));
-  static constexpr bool kSeparateO = kTileBytes + 1024 <= 227 * 1024;
+  // Shared memory of one CTA: 228 KB per SM, 1 KB of it reserved per CTA.
+  static constexpr int kSmemLimit = 228 * 1024 / kCtasPerSm / 1024 * 1024 - 1024;
+  static constexpr bool kSeparateO = kTileBytes + 1024 <= kSmemLimit;
   // Q is double-buffered when that fits too: the next tile's Q then loads during this whole tile
   // instead of between this tile's last Q K^T and the next tile's first.
   static constexpr int kQStages =
-      kSeparateO && kTileBytes + kBlockM * kHeadDim * int(sizeof(Element)) + 1024 <= 227 * 1024
+      kSeparateO && kTileBytes + kBlockM * kHeadDim * int(sizeof(Element)) + 1024 <= kSmemLimit
           ? 2 : 1;
 
   struct SharedStorage {
@@ -125,7 +133,7 @@ struct FwdTraits {
     alignas(8) uint64_t q_empty[kQStages];  // every consumer is done with Q (and O if it is there)
   };
   static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage));
-  static_assert(kSmemBytes <= 227 * 1024, "shared memory per block on sm_90");
+  static_assert(kSmemBytes <= kSmemLimit, "shared memory per block on sm_90");
   static_assert(cosize_v<SmemLayoutO> == cosize_v<SmemLayoutQ> &&
                 cosize_v<SmemLayoutOWarpGroup> * kNumMmaWarpGroups == cosize_v<SmemLayoutO>);
 };

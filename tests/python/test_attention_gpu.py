@@ -88,10 +88,12 @@ def test_sliding_windows(window, sq_sk, seed):
     check(q, k, v, window=(window[0], 0), causal=True)
 
 
-@pytest.mark.parametrize("sq_sk", [(300, 700), (1024, 1024), (1025, 1100), (3001, 2990)])
+@pytest.mark.parametrize(
+    "sq_sk", [(300, 700), (1024, 700), (1024, 1024), (1000, 1025), (1025, 1100), (3001, 2990)])
 def test_d64_right_bounded_tiles(sq_sk, seed):
-    """d <= 64 with keys bounded on the right runs 128x128 tiles up to seqlen_q 1024, 192x96 after
-    (partial last key tiles of 96, Sq != Sk both ways)."""
+    """d <= 64 with keys bounded on the right runs 64x64 tiles three CTAs per SM while seqlen_q
+    and seqlen_k are both <= 1024, 128x128 tiles up to seqlen_q 1024, 192x96 after (partial last
+    key tiles, Sq != Sk both ways)."""
     Sq, Sk = sq_sk
     g = torch.Generator(device="cuda").manual_seed(seed)
     for dtype in (torch.bfloat16, torch.float16):
