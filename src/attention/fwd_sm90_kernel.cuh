@@ -1,7 +1,8 @@
 // The sm_90 attention forward kernel (warp-specialized, persistent) and its host-side launcher.
 //
 //   warpgroup 0 (producer, 24-32 registers): one warp issues TMA loads (fwd_sm90_mainloop.cuh)
-//   warpgroups 1.. (consumers, 160-240 registers): wgmma + online softmax, then the epilogue
+//   warpgroups 1.. (consumers, 136-240 registers): wgmma + online softmax, then the epilogue
+//   (kCtasPerSm of these CTAs share an SM: fwd_sm90_config.hpp)
 //
 // Include this only from the instance files fwd_sm90_inst_*.cu.
 #pragma once
