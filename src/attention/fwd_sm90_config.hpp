@@ -15,8 +15,8 @@
 namespace deepwell::attention::sm90 {
 
 // A tile policy: query rows per CTA tile (kBlockM, 64 per consumer warpgroup), keys per step of
-// the mainloop (kBlockN), K/V pipeline depth (kStages) and CTAs resident per SM (kCtasPerSm: 2
-// halves each CTA's registers and shared memory; the persistent grid has kCtasPerSm CTAs per SM).
+// the mainloop (kBlockN), K/V pipeline depth (kStages) and CTAs resident per SM (kCtasPerSm: the
+// CTAs split the SM's registers and shared memory; the persistent grid has kCtasPerSm per SM).
 template <int kBlockM_, int kBlockN_, int kStages_, int kCtasPerSm_ = 1>
 struct TilePolicy {
   static constexpr int kBlockM = kBlockM_;
@@ -43,8 +43,8 @@ constexpr long long kD64CausalTileMaxSeqlenQ = 1024;
 // spends most of its time in the per-tile latency (Q wait, the first Q K^T and softmax alone, the
 // epilogue) that other CTAs on the SM now fill (H200 A/B x cuDNN, 128x128 -> this: S=512 0.869 ->
 // 1.025, 1k 0.903 -> 0.994; 1.5k 1.012 -> 0.994, 2k 0.985 -> 0.975, so not beyond 1k; two CTAs
-// of 64x128 gained 3 %; non-causal it loses 4-16 %). Longer keys keep the 128x128 tile (not
-// measured with this one).
+// of 64x128 gained 3 %; non-causal it loses 4-16 %; H100: S=512 0.871 -> 1.012-1.017, 1k 0.904 ->
+// 0.970-0.978). Longer keys keep the 128x128 tile (not measured with this one).
 struct FwdTileD64CausalShort : TilePolicy<64, 64, 3, 3> {};
 constexpr long long kD64CausalShortTileMaxSeqlen = 1024;
 // Above that, the 3-warpgroup tile with 96 keys per step: ptxas spills 136 bytes at 192x128 (160
