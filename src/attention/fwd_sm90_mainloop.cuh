@@ -273,12 +273,7 @@ struct Mainloop {
     ++v_state;
 
     softmax.finalize(p.softmax_scale, o_scale, lse);
-    Tensor o = make_tensor(tOrO.data(), rowcol(tOrO.layout()));
-    CUTE_UNROLL
-    for (int r = 0; r < size<0>(o); ++r) {
-      CUTE_UNROLL
-      for (int c = 0; c < size<1>(o); ++c) o(r, c) *= o_scale[r];
-    }
+    rescale_o();  // by 1 / row sum
   }
 };
 
