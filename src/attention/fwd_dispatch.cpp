@@ -30,7 +30,8 @@ Status forward_cuda(const Problem& p, const Context& ctx) {
       return bf16 ? sm90::fwd_bf16_d64(p, ctx) : sm90::fwd_f16_d64(p, ctx);
     case 128: return bf16 ? sm90::fwd_bf16_d128(p, ctx) : sm90::fwd_f16_d128(p, ctx);
     case 256:
-      if (p.seqlen_k >= sm90::kD256LongTileMinSeqlenK) {
+      if (p.seqlen_k >= (p.window_right >= 0 ? sm90::kD256CausalLongTileMinSeqlenK
+                                             : sm90::kD256LongTileMinSeqlenK)) {
         return bf16 ? sm90::fwd_bf16_d256_long(p, ctx) : sm90::fwd_f16_d256_long(p, ctx);
       }
       return bf16 ? sm90::fwd_bf16_d256(p, ctx) : sm90::fwd_f16_d256(p, ctx);

@@ -61,6 +61,15 @@ struct FwdTileD64CausalLong : TilePolicy<192, 96, 3> {};
 // atoms exist only with CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED (src/kernel_instances.cmake).
 struct FwdTileD256Long : TilePolicy<128, 80, 2> {};
 constexpr long long kD256LongTileMinSeqlenK = 2048;
+// With a right-bounded (causal) mask the 64-key tile stays up to 6k keys: it has room for O's
+// staging buffer at half width (fwd_sm90_traits.cuh), so the next tile's Q loads during the last
+// P V and the epilogue, while the 80-key tile stages O in Q's buffer and loads the next Q only
+// after the epilogue; causal tiles are short, so that wait weighs more (H100 A/B x cuDNN, 2-4 runs,
+// 80 keys -> 64 keys with the half-width O buffer: S=2k 1.046-1.101 -> 1.099-1.151, 4k
+// 1.170-1.191 -> 1.198-1.218, 6k 1.265-1.283 -> 1.263-1.266, 8k 1.254-1.261 -> 1.234-1.242, 16k
+// 1.287-1.290 -> 1.234-1.236; non-causal it loses from 2k: 1.086-1.090 -> 1.071, 4k 1.107-1.109
+// -> 1.034; perf-notes item 35).
+constexpr long long kD256CausalLongTileMinSeqlenK = 6144;
 
 // Ping-pong (the consumer warpgroups take turns issuing their wgmma batches, WarpGroupTurns in
 // fwd_sm90_mainloop.cuh) pays where the softmax is a large share of a key step: d = 64, and short

@@ -2,9 +2,10 @@
 // through shared memory (stmatrix), then by one TMA store issued by one of its threads (fixed-length
 // batches) or by 16-byte coalesced stores (varlen), and their LSE.
 //
-// O is staged in its own buffer, or (d = 256, where shared memory is short) in Q's: warpgroup w only
-// ever read Q rows [64w, 64w + 64) and writes O to the same rows, so no other warpgroup's pending
-// wgmma can be disturbed. Stores are guarded by the
+// O is staged in its own buffer (at half width, in two passes, where only that fits), or (d = 256
+// with 80-key tiles, where shared memory is short) in Q's: warpgroup w only ever read Q rows
+// [64w, 64w + 64) and writes O to the same rows, so no other warpgroup's pending wgmma can be
+// disturbed. Stores are guarded by the
 // sequence length and the true head dim, so padded rows and columns are never written.
 #pragma once
 
@@ -57,50 +58,64 @@ struct Epilogue {
 
     Element* o_buffer = T::kSeparateO ? ss.o.data() : ss.q.data();
     Tensor sO = make_tensor(make_smem_ptr(o_buffer), typename T::SmemLayoutO{});
-    if constexpr (T::kSeparateO) {
-      // The previous tile's TMA store of these rows must be done reading them. (With O in Q's
-      // buffer that was waited for before Q was released.)
+    // The previous TMA store of these rows (the previous tile's, or this tile's previous pass)
+    // must be done reading them. (With O in Q's buffer that was waited for before Q was released.)
+    auto wait_buffer_free = [&] {
       if (wg_thread == 0) wait_store_read();
       named_barrier_sync(kFirstBarrier + wg, 128);
-    }
+    };
+    if constexpr (T::kSeparateO) wait_buffer_free();
 
-    // Registers -> shared memory (stmatrix).
+    // O in the output type; pass h stores columns [h * kOCols, (h + 1) * kOCols), whose values
+    // are the h-th slice of this thread's fragment (FragmentOPass, fwd_sm90_traits.cuh).
     Tensor rO = make_tensor<Element>(tOrO.layout());
     constexpr int kN = decltype(size(tOrO))::value;
     *reinterpret_cast<cutlass::Array<Element, kN>*>(rO.data()) =
         cutlass::NumericArrayConverter<Element, float, kN>{}(
             *reinterpret_cast<cutlass::Array<float, kN> const*>(tOrO.data()));
-    auto r2s = make_tiled_copy_C(Copy_Atom<SM90_U32x4_STSM_N, Element>{}, mma_pv);
+    typename T::TiledMmaPVStore mma_store;
+    auto r2s = make_tiled_copy_C(Copy_Atom<SM90_U32x4_STSM_N, Element>{}, mma_store);
     auto thr_r2s = r2s.get_thread_slice(thread_idx);
-    copy(r2s, thr_r2s.retile_S(rO), thr_r2s.partition_D(sO));
+    using PassLayout = typename T::FragmentOPass::layout_type;
+    constexpr int kPassValues = size_v<typename T::FragmentOPass>;
 
-    if (tma) {
-      // Shared memory -> global by one TMA store of this warpgroup's 64 rows; the TMA clips rows
-      // past seqlen_q and columns past the true head dim.
-      cutlass::arch::fence_view_async_shared();  // stmatrix writes visible to the TMA (async proxy)
-      named_barrier_sync(kFirstBarrier + wg, 128);
-      if (wg_thread == 0) {
-        Tensor mO = p.tma_o.get_tma_tensor(p.shape_q)(_, _, tc.head, tc.batch);
-        Tensor gO = local_tile(mO, Shape<_64, Int<kHeadDim>>{},
-                               make_coord(tc.m_block * (kBlockM / 64) + wg, _0{}));
-        Tensor sOw = make_tensor(make_smem_ptr(o_buffer + wg * 64 * kHeadDim),
-                                 typename T::SmemLayoutOWarpGroup{});
-        auto part = tma_partition(p.tma_o, _0{}, Layout<_1>{}, group_modes<0, 2>(sOw),
-                                  group_modes<0, 2>(gO));
-        copy(p.tma_o, get<1>(part), get<0>(part));  // (gmem, smem) partitions
-        tma_store_arrive();
-      }
-    } else {
-      named_barrier_sync(kFirstBarrier + wg, 128);
-      // Shared memory -> global, this warpgroup's 64 rows, 16-byte coalesced stores.
-      for (int i = wg_thread; i < 64 * kChunks; i += 128) {
-        const int row = wg * 64 + i / kChunks, col = (i % kChunks) * 8;
-        if (row < row_limit && col < p.head_dim) {
-          *reinterpret_cast<uint4*>(out_row(p, tc, seq, row) + col) =
-              *reinterpret_cast<uint4 const*>(&sO(row, col));
+    // Passes as compile-time constants (Int<0>, Int<1>): the TMA coordinates stay static.
+    cute::for_each(make_int_sequence<T::kOPasses>{}, [&](auto pass) {
+      if constexpr (decltype(pass)::value > 0) wait_buffer_free();
+      // Registers -> shared memory (stmatrix).
+      Tensor rO_pass = make_tensor(rO.data() + pass * kPassValues, PassLayout{});
+      copy(r2s, thr_r2s.retile_S(rO_pass), thr_r2s.partition_D(sO));
+
+      if (tma) {
+        // Shared memory -> global by one TMA store of this warpgroup's 64 rows; the TMA clips rows
+        // past seqlen_q and columns past the true head dim. First the stmatrix writes are made
+        // visible to the TMA (async proxy).
+        cutlass::arch::fence_view_async_shared();
+        named_barrier_sync(kFirstBarrier + wg, 128);
+        if (wg_thread == 0) {
+          Tensor mO = p.tma_o.get_tma_tensor(p.shape_q)(_, _, tc.head, tc.batch);
+          Tensor gO = local_tile(mO, Shape<_64, Int<T::kOCols>>{},
+                                 make_coord(tc.m_block * (kBlockM / 64) + wg, pass));
+          Tensor sOw = make_tensor(make_smem_ptr(o_buffer + wg * 64 * T::kOCols),
+                                   typename T::SmemLayoutOWarpGroup{});
+          auto part = tma_partition(p.tma_o, _0{}, Layout<_1>{}, group_modes<0, 2>(sOw),
+                                    group_modes<0, 2>(gO));
+          copy(p.tma_o, get<1>(part), get<0>(part));  // (gmem, smem) partitions
+          tma_store_arrive();
+        }
+      } else {
+        named_barrier_sync(kFirstBarrier + wg, 128);
+        // Shared memory -> global, this warpgroup's 64 rows, 16-byte coalesced stores.
+        constexpr int kPassChunks = T::kOCols / 8;
+        for (int i = wg_thread; i < 64 * kPassChunks; i += 128) {
+          const int row = wg * 64 + i / kPassChunks, col = (i % kPassChunks) * 8;
+          if (row < row_limit && pass * T::kOCols + col < p.head_dim) {
+            *reinterpret_cast<uint4*>(out_row(p, tc, seq, row) + pass * T::kOCols + col) =
+                *reinterpret_cast<uint4 const*>(&sO(row, col));
+          }
         }
       }
-    }
+    });
 
     if (p.lse != nullptr && thread_idx % 4 == 0) {
       Tensor cO = mma_pv.get_thread_slice(thread_idx)

@@ -201,7 +201,7 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
                                 tma_stride(prob.o_stride.head, prob.heads_q),
                                 tma_stride(prob.o_stride.batch, batches))));
     p.tma_o = make_tma_copy(SM90_TMA_STORE{}, mO, typename T::SmemLayoutOWarpGroup{},
-                            Shape<_64, Int<kHeadDim>>{}, _1{});
+                            Shape<_64, Int<T::kOCols>>{}, _1{});
   }
   p.out = prob.out;
   p.o_batch_stride = prob.o_stride.batch;

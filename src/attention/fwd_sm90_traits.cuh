@@ -72,11 +72,6 @@ struct FwdTraits {
   // for both TMA and wgmma).
   using SmemAtom = GMMA::Layout_K_SW128_Atom<Element>;
   using SmemLayoutQ = decltype(tile_to_shape(SmemAtom{}, Shape<Int<kBlockM>, Int<kHeadDim>>{}));
-  // O: one 64-row block per consumer warpgroup, each laid out like Q (so one TMA box of 64 rows per
-  // 128-byte column band stores it).
-  using SmemLayoutOWarpGroup = decltype(tile_to_shape(SmemAtom{}, Shape<_64, Int<kHeadDim>>{}));
-  using SmemLayoutO =
-      decltype(tile_to_shape(SmemLayoutOWarpGroup{}, Shape<Int<kBlockM>, Int<kHeadDim>>{}));
   using SmemLayoutK =
       decltype(tile_to_shape(SmemAtom{}, Shape<Int<kBlockN>, Int<kHeadDim>, Int<kStages>>{}));
   using SmemLayoutV = SmemLayoutK;
@@ -100,27 +95,49 @@ struct FwdTraits {
   // (varlen rows past a sequence belong to the next one, so those tiles store with plain stores).
   using GmemTensorO = decltype(make_tensor(make_gmem_ptr(static_cast<Element*>(nullptr)),
                                            GmemLayout{}));
-  using TmaO = decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensorO{}, SmemLayoutOWarpGroup{},
-                                      Shape<_64, Int<kHeadDim>>{}, _1{}));
+  // (TmaO follows O's staging layout, below.)
 
   static constexpr uint32_t kQBytes = kBlockM * kHeadDim * sizeof(Element);
   static constexpr uint32_t kKVBytes = kBlockN * kHeadDim * sizeof(Element);
 
   using PipelineKV = cutlass::PipelineTmaAsync<kStages>;
 
-  // O gets its own buffer when it fits: then the consumers release Q as soon as their last
-  // Q K^T is done and the next tile's Q loads during this tile's epilogue. Otherwise (d = 256) O is
-  // staged in Q's buffer and Q is released after the epilogue.
-  static constexpr int kTileBytes =
-      (2 * kBlockM * kHeadDim + 2 * kStages * kBlockN * kHeadDim) * int(sizeof(Element));
-  // Shared memory of one CTA: 228 KB per SM, 1 KB of it reserved per CTA.
+  // Shared memory of one CTA: 228 KB per SM, 1 KB of it reserved per CTA. What Q and the K/V rings
+  // leave (less 1 KB for barriers and alignment) holds O's staging buffer and a second Q stage.
   static constexpr int kSmemLimit = 228 * 1024 / kCtasPerSm / 1024 * 1024 - 1024;
-  static constexpr bool kSeparateO = kTileBytes + 1024 <= kSmemLimit;
+  static constexpr int kRoom =
+      kSmemLimit - 1024 - int(kQBytes) - 2 * kStages * int(kKVBytes);
+  // O gets its own buffer when it fits: then the consumers release Q as soon as their last
+  // Q K^T is done and the next tile's Q loads during this tile's last P V and epilogue. Where only
+  // half of it fits (d = 256 with 64-key tiles), the buffer holds half of O's columns and the
+  // epilogue stores O in two passes (H100 A/B x cuDNN against staging O in Q's buffer, two runs:
+  // S=512 0.905-0.922 -> 0.950-0.964 causal, 0.999-1.007 -> 1.054-1.063 non-causal; 1k
+  // 0.992-1.011 -> 1.038-1.060 and 1.045-1.050 -> 1.084-1.086; perf-notes item 35). Otherwise
+  // (d = 256 with 80 keys) O is staged in Q's buffer and Q is released after the epilogue.
+  static constexpr bool kSeparateO = kRoom >= int(kQBytes) / 2;
+  static constexpr int kOCols = kRoom >= int(kQBytes) || !kSeparateO ? kHeadDim : kHeadDim / 2;
+  static constexpr int kOPasses = kHeadDim / kOCols;  // epilogue store passes
+  static constexpr int kOBytes = kBlockM * kOCols * int(sizeof(Element));
   // Q is double-buffered when that fits too: the next tile's Q then loads during this whole tile
   // instead of between this tile's last Q K^T and the next tile's first.
-  static constexpr int kQStages =
-      kSeparateO && kTileBytes + kBlockM * kHeadDim * int(sizeof(Element)) + 1024 <= kSmemLimit
-          ? 2 : 1;
+  static constexpr int kQStages = kSeparateO && kRoom >= kOBytes + int(kQBytes) ? 2 : 1;
+
+  // O's staging buffer: one 64-row block of kOCols columns per consumer warpgroup, each laid out
+  // like Q (so one TMA box of 64 rows per 128-byte column band stores it).
+  using SmemLayoutOWarpGroup = decltype(tile_to_shape(SmemAtom{}, Shape<_64, Int<kOCols>>{}));
+  using SmemLayoutO =
+      decltype(tile_to_shape(SmemLayoutOWarpGroup{}, Shape<Int<kBlockM>, Int<kOCols>>{}));
+  // The P V product restricted to kOCols columns, for the epilogue's store passes: a thread's wgmma
+  // accumulator values run over the columns in 8-column blocks, outermost, so pass h's columns
+  // [h * kOCols, (h + 1) * kOCols) are values [h * n, (h + 1) * n) of O's fragment, n this
+  // product's fragment size (the static_assert below checks the sizes, the tests the values).
+  using TiledMmaPVStore = decltype(make_tiled_mma(
+      GMMA::rs_op_selector<Element, Element, Accum, Shape<_64, Int<kOCols>, Int<kBlockN>>,
+                           GMMA::Major::K, GMMA::Major::MN>(),
+      MmaWarpGroups{}));
+
+  using TmaO = decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensorO{}, SmemLayoutOWarpGroup{},
+                                      Shape<_64, Int<kOCols>>{}, _1{}));
 
   struct SharedStorage {
     alignas(1024) cute::array_aligned<Element, cosize_v<SmemLayoutQ> * kQStages> q;
@@ -134,8 +151,13 @@ struct FwdTraits {
   };
   static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage));
   static_assert(kSmemBytes <= kSmemLimit, "shared memory per block on sm_90");
-  static_assert(cosize_v<SmemLayoutO> == cosize_v<SmemLayoutQ> &&
+  static_assert((kSeparateO || cosize_v<SmemLayoutO> == cosize_v<SmemLayoutQ>) &&
                 cosize_v<SmemLayoutOWarpGroup> * kNumMmaWarpGroups == cosize_v<SmemLayoutO>);
+  static_assert(kOCols % 64 == 0 && kOPasses * kOCols == kHeadDim);
+  using FragmentO = decltype(partition_fragment_C(TiledMmaPV{}, select<0, 1>(TileShapePV{})));
+  using FragmentOPass =
+      decltype(partition_fragment_C(TiledMmaPVStore{}, Shape<Int<kBlockM>, Int<kOCols>>{}));
+  static_assert(size_v<FragmentO> == kOPasses * size_v<FragmentOPass>);
 };
 
 // Plain parameters of one launch. Sizes are int32 (the launcher checks they fit); strides int64.

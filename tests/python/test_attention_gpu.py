@@ -103,10 +103,13 @@ def test_d64_right_bounded_tiles(sq_sk, seed):
         check(q, k, v, window=(40, 5))
 
 
-@pytest.mark.parametrize("sq_sk", [(2047, 2047), (2049, 2049), (333, 2100), (2100, 333)])
+@pytest.mark.parametrize(
+    "sq_sk", [(2047, 2047), (2049, 2049), (333, 2100), (2100, 333), (6143, 6143), (700, 6145)])
 def test_d256_long_key_tiles(sq_sk, seed):
-    """d = 256 runs 80-key tiles from seqlen_k 2048 on (64 below): odd lengths, partial last key
-    tiles, GQA, causal bottom-right aligned, windows narrower than a tile, both dtypes."""
+    """d = 256 runs 80-key tiles from seqlen_k 2048 on, or from 6144 with a right bound (causal,
+    windows); below that 64-key tiles that store O in two passes of 128 columns: odd lengths,
+    partial last key tiles, GQA, causal bottom-right aligned, windows narrower than a tile, both
+    dtypes."""
     Sq, Sk = sq_sk
     g = torch.Generator(device="cuda").manual_seed(seed)
     for dtype in (torch.bfloat16, torch.float16):
@@ -115,7 +118,8 @@ def test_d256_long_key_tiles(sq_sk, seed):
         check(q, k, v)
         check(q, k, v, causal=True)
         check(q, k, v, window=(37, 5))
-    # varlen: max_seqlen_k >= 2048 picks the 80-key tile for every sequence, empty ones included.
+    # varlen: max_seqlen_k >= 2048 picks the 80-key tile for every sequence (64 keys with a
+    # right bound), empty ones included.
     lens_q, lens_k = [5, 0, 1300, 77], [2100, 3, 0, 90]
     cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device="cuda")
     cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device="cuda")
