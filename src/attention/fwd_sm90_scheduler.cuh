@@ -4,7 +4,8 @@
 // A tile is (m_block, head, batch): kBlockM query rows of one head. The grid has kCtasPerSm CTAs
 // per SM (one; three for the short causal d = 64 tile) and in round r CTA c takes tile
 // r * grid + c (r even) or r * grid + grid - 1 - c (r odd): the snake pairs a CTA that got one of
-// the heavier tiles of a round with one of the lighter ones in the next. Tiles are numbered in a fixed order:
+// the heavier tiles of a round with one of the lighter ones in the next. Tiles are numbered in a
+// fixed order:
 //  - non-causal: heads outer, m-blocks inner, so CTAs running at the same time share a head's K/V
 //    in L2;
 //  - with a right-bounded (causal) mask: the heaviest m-blocks first (longest processing time

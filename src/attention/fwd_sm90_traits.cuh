@@ -91,11 +91,6 @@ struct FwdTraits {
   using TmaKV = decltype(make_tma_copy(SM90_TMA_LOAD{}, GmemTensor{},
                                        take<0, 2>(SmemLayoutK{}),
                                        Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{}));
-  // O is stored by TMA, 64 rows (one consumer warpgroup's) at a time, when the batch is not packed
-  // (varlen rows past a sequence belong to the next one, so those tiles store with plain stores).
-  using GmemTensorO = decltype(make_tensor(make_gmem_ptr(static_cast<Element*>(nullptr)),
-                                           GmemLayout{}));
-  // (TmaO follows O's staging layout, below.)
 
   static constexpr uint32_t kQBytes = kBlockM * kHeadDim * sizeof(Element);
   static constexpr uint32_t kKVBytes = kBlockN * kHeadDim * sizeof(Element);
@@ -136,6 +131,11 @@ struct FwdTraits {
                            GMMA::Major::K, GMMA::Major::MN>(),
       MmaWarpGroups{}));
 
+  // O is stored by TMA, 64 rows (one consumer warpgroup's) by kOCols columns at a time, when the
+  // batch is not packed (varlen rows past a sequence belong to the next one, so those tiles store
+  // with plain stores).
+  using GmemTensorO = decltype(make_tensor(make_gmem_ptr(static_cast<Element*>(nullptr)),
+                                           GmemLayout{}));
   using TmaO = decltype(make_tma_copy(SM90_TMA_STORE{}, GmemTensorO{}, SmemLayoutOWarpGroup{},
                                       Shape<_64, Int<kOCols>>{}, _1{}));
 
