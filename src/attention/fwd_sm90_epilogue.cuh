@@ -31,7 +31,7 @@ struct Epilogue {
                                      int row) {
     const int64_t batch_off = p.cu_seqlens_q ? 0 : int64_t(tc.batch) * p.o_batch_stride;
     return static_cast<Element*>(p.out) + batch_off +
-           int64_t(seq.q_offset + tc.m_block * kBlockM + row) * p.o_row_stride +
+           int64_t(seq.q_offset + tile_row0<kBlockM>(seq, tc.m_block) + row) * p.o_row_stride +
            int64_t(tc.head) * p.o_head_stride;
   }
 
@@ -40,7 +40,7 @@ struct Epilogue {
                                   int row) {
     const int64_t batch_off = p.cu_seqlens_q ? 0 : int64_t(tc.batch) * p.lse_batch_stride;
     return p.lse + batch_off + int64_t(tc.head) * p.lse_head_stride +
-           int64_t(seq.q_offset + tc.m_block * kBlockM + row) * p.lse_row_stride;
+           int64_t(seq.q_offset + tile_row0<kBlockM>(seq, tc.m_block) + row) * p.lse_row_stride;
   }
 
   // Called by one thread per warpgroup before the warpgroup writes its rows of the O buffer again,
@@ -53,8 +53,12 @@ struct Epilogue {
                                TensorO const& tOrO, float const (&lse)[2]) {
     typename T::TiledMmaPV mma_pv;
     const int wg = thread_idx / 128, wg_thread = thread_idx % 128;
-    const int row_limit = seq.seqlen_q - tc.m_block * kBlockM;
-    const bool tma = p.cu_seqlens_q == nullptr;
+    const int row0 = tile_row0<kBlockM>(seq, tc.m_block);
+    const int row_limit = tile_row_end<kBlockM>(seq, tc.m_block) - row0;
+    // The TMA clips only at the end of the sequence: a tile whose last rows belong to the next
+    // tile (the first one under q_pad) stores by row like varlen.
+    const bool tma = p.cu_seqlens_q == nullptr &&
+                     (row_limit >= kBlockM || row0 + row_limit == seq.seqlen_q);
 
     Element* o_buffer = T::kSeparateO ? ss.o.data() : ss.q.data();
     Tensor sO = make_tensor(make_smem_ptr(o_buffer), typename T::SmemLayoutO{});
@@ -94,8 +98,8 @@ struct Epilogue {
         named_barrier_sync(kFirstBarrier + wg, 128);
         if (wg_thread == 0) {
           Tensor mO = p.tma_o.get_tma_tensor(p.shape_q)(_, _, tc.head, tc.batch);
-          Tensor gO = local_tile(mO, Shape<_64, Int<T::kOCols>>{},
-                                 make_coord(tc.m_block * (kBlockM / 64) + wg, pass));
+          Tensor gO = local_tile(domain_offset(make_coord(row0, _0{}), mO),
+                                 Shape<_64, Int<T::kOCols>>{}, make_coord(wg, pass));
           Tensor sOw = make_tensor(make_smem_ptr(o_buffer + wg * 64 * T::kOCols),
                                    typename T::SmemLayoutOWarpGroup{});
           auto part = tma_partition(p.tma_o, _0{}, Layout<_1>{}, group_modes<0, 2>(sOw),
@@ -134,7 +138,8 @@ struct Epilogue {
   __device__ static void store_empty(Params const& p, TileCoord const& tc, SeqInfo const& seq,
                                      int thread_idx) {
     const int wg = thread_idx / 128, wg_thread = thread_idx % 128;
-    const int row_limit = seq.seqlen_q - tc.m_block * kBlockM;
+    const int row_limit =
+        tile_row_end<kBlockM>(seq, tc.m_block) - tile_row0<kBlockM>(seq, tc.m_block);
     for (int i = wg_thread; i < 64 * kChunks; i += 128) {
       const int row = wg * 64 + i / kChunks, col = (i % kChunks) * 8;
       if (row < row_limit && col < p.head_dim) {

@@ -93,8 +93,8 @@ __global__ void __launch_bounds__(Traits::kNumThreads, Traits::kCtasPerSm)
     int q_tiles = 0;  // tiles whose Q this thread has used: Q stage q_tiles % kQStages is next
     for (int round = 0, t = tile_of_round(0); t < p.num_tiles; t = tile_of_round(++round)) {
       const TileCoord tc = tile_coord(p, t);
-      const SeqInfo seq = seq_info(p, tc.batch);
-      if (tc.m_block * kBlockM >= seq.seqlen_q) continue;
+      const SeqInfo seq = seq_info<kBlockM, kBlockN>(p, tc.batch);
+      if (tile_row0<kBlockM>(seq, tc.m_block) >= seq.seqlen_q) continue;
       int n_lo, n_hi;
       key_block_range<kBlockM, kBlockN>(p, seq, tc.m_block, &n_lo, &n_hi);
       if (n_hi <= n_lo) {
@@ -232,6 +232,7 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
   }
   p.num_tiles = static_cast<int>(tiles);
   p.longest_first = prob.window_right >= 0;
+  p.pad_front = p.longest_first;
   p.pingpong = use_pingpong(kHeadDim, prob.seqlen_k);
   if (p.num_tiles == 0) return Status::Ok();
 

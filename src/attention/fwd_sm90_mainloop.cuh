@@ -101,7 +101,8 @@ struct Mainloop {
                             typename T::SmemLayoutQ{});
     const int batch = p.cu_seqlens_q ? 0 : w.tc.batch;
     Tensor mQ = p.tma_q.get_tma_tensor(p.shape_q)(_, _, w.tc.head, batch);
-    Tensor gQ = local_tile(domain_offset(make_coord(w.seq.q_offset, _0{}), mQ),
+    const int row0 = w.seq.q_offset + tile_row0<kBlockM>(w.seq, w.tc.m_block);
+    Tensor gQ = local_tile(domain_offset(make_coord(row0, _0{}), mQ),
                            Shape<Int<kBlockM>, Int<kHeadDim>>{}, make_coord(_, _0{}));
     auto q_part = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ),
                                 group_modes<0, 2>(gQ));
@@ -111,7 +112,7 @@ struct Mainloop {
       cutlass::arch::ClusterBarrier::wait(&ss.q_empty[q_stage], (q_loads / T::kQStages - 1) & 1);
     }
     cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&ss.q_full[q_stage], T::kQBytes);
-    copy(p.tma_q.with(ss.q_full[q_stage], 0), get<0>(q_part)(_, w.tc.m_block), get<1>(q_part));
+    copy(p.tma_q.with(ss.q_full[q_stage], 0), get<0>(q_part)(_, 0), get<1>(q_part));
     ++q_loads;
   }
 
@@ -189,12 +190,13 @@ struct Mainloop {
     Tensor coord = make_tensor(cS.data(), rowcol(cS.layout()));
 
     OnlineSoftmax<2, T::kConditionalRescale, T::kTreeSoftmax> softmax(p.scale_log2);
+    const int m0 = tile_row0<kBlockM>(seq, tc.m_block);
     float o_scale[2];
     auto masked_softmax = [&](auto& tSrS, int n, bool check) -> bool {
       Tensor s = make_tensor(tSrS.data(), rowcol(tSrS.layout()));
-      if (check && block_needs_mask<kBlockM, kBlockN>(tc.m_block, n, seq.seqlen_q, seq.seqlen_k,
+      if (check && block_needs_mask<kBlockM, kBlockN>(m0, n, seq.seqlen_q, seq.seqlen_k,
                                                       p.window_left, p.window_right)) {
-        apply_mask<kBlockM, kBlockN, T::kOneBoundMask>(s, coord, tc.m_block, n, seq.seqlen_q,
+        apply_mask<kBlockM, kBlockN, T::kOneBoundMask>(s, coord, m0, n, seq.seqlen_q,
                                                        seq.seqlen_k, p.window_left, p.window_right);
       }
       return softmax.step(s, o_scale);

@@ -194,12 +194,13 @@ struct OnlineSoftmax {
 };
 
 // Masks S (rowcol view, with coordinates `coord` of the same view, relative to the tile origin)
-// for key block n: keys at or past seqlen_k, and keys outside the bottom-right aligned window.
+// for key block n of the tile whose first query row is m0: keys at or past seqlen_k, and keys
+// outside the bottom-right aligned window.
 // kOneBound (kOneBoundMask in fwd_sm90_config.hpp): without a left window (causal, or no window
 // at all) an element is tested against the upper bound only: one compare and one select instead
 // of two compares and a select.
 template <int kBlockM, int kBlockN, bool kOneBound, class TensorS, class TensorC>
-__device__ __forceinline__ void apply_mask(TensorS& s, TensorC const& coord, int m_block, int n_block,
+__device__ __forceinline__ void apply_mask(TensorS& s, TensorC const& coord, int m0, int n_block,
                                            int seqlen_q, int seqlen_k, int window_left,
                                            int window_right) {
   const int shift = seqlen_k - seqlen_q;
@@ -209,7 +210,7 @@ __device__ __forceinline__ void apply_mask(TensorS& s, TensorC const& coord, int
   if (kOneBound && window_left < 0) {
     CUTE_UNROLL
     for (int r = 0; r < size<0>(s); ++r) {
-      const int hi = upper(m_block * kBlockM + get<0>(coord(r, 0))) - n_block * kBlockN;
+      const int hi = upper(m0 + get<0>(coord(r, 0))) - n_block * kBlockN;
       CUTE_UNROLL
       for (int c = 0; c < size<1>(s); ++c) {
         if (get<1>(coord(r, c)) >= hi) s(r, c) = -INFINITY;
@@ -219,7 +220,7 @@ __device__ __forceinline__ void apply_mask(TensorS& s, TensorC const& coord, int
   }
   CUTE_UNROLL
   for (int r = 0; r < size<0>(s); ++r) {
-    const int row = m_block * kBlockM + get<0>(coord(r, 0));
+    const int row = m0 + get<0>(coord(r, 0));
     const int hi = upper(row);
     const int lo = window_left >= 0 ? row + shift - window_left : 0;
     CUTE_UNROLL
@@ -230,12 +231,12 @@ __device__ __forceinline__ void apply_mask(TensorS& s, TensorC const& coord, int
   }
 }
 
-// Does key block n need apply_mask for the rows of m_block?
+// Does key block n need apply_mask for the tile whose first query row is m0?
 template <int kBlockM, int kBlockN>
-__device__ __forceinline__ bool block_needs_mask(int m_block, int n_block, int seqlen_q,
+__device__ __forceinline__ bool block_needs_mask(int m0, int n_block, int seqlen_q,
                                                  int seqlen_k, int window_left, int window_right) {
   const int shift = seqlen_k - seqlen_q;
-  const int m0 = m_block * kBlockM, n0 = n_block * kBlockN, n_last = n0 + kBlockN - 1;
+  const int n0 = n_block * kBlockN, n_last = n0 + kBlockN - 1;
   if (n_last >= seqlen_k) return true;
   if (window_right >= 0 && n_last > m0 + shift + window_right) return true;
   if (window_left >= 0 && n0 < m0 + kBlockM - 1 + shift - window_left) return true;

@@ -188,6 +188,7 @@ struct FwdParams {
   int num_tiles = 0;
   bool longest_first = false;  // schedule the heaviest (causal) m-blocks first...
   int group_bh = 1;            // ...within groups of this many (batch, head) pairs
+  bool pad_front = false;      // the partial m-block first (SeqInfo::q_pad): right-bounded masks
   bool pingpong = true;  // consumer warpgroups take turns (use_pingpong, fwd_sm90_config.hpp)
 };
 

@@ -130,6 +130,35 @@ def test_d256_long_key_tiles(sq_sk, seed):
               max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
 
 
+@pytest.mark.parametrize("D, sq_sk", [
+    (64, (1025, 1025)), (64, (1200, 1300)), (64, (4096, 4096)), (64, (1100, 900)),
+    (256, (700, 700)), (256, (129, 2000)), (256, (4097, 4097)), (256, (6180, 6180))])
+def test_partial_first_tile(D, sq_sk, monkeypatch, seed):
+    """With a right bound (causal, windows) the m-blocks are cut from the end of the sequence
+    where that moves a partial tile's idle rows to the first tile (SeqInfo::q_pad): the 192x96
+    d = 64 tile (q_pad 96 at 1025, 1200, 4096; none at 1100) and d = 256's 128x64 / 128x80
+    tiles (q_pad 64 at 700, 129, 4097; 80 at 6180). The first tile stores only its own rows, by
+    row; every other tile by TMA. Many tiles per CTA, varlen with a q_pad per sequence."""
+    Sq, Sk = sq_sk
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = rand((2, Sq, 2, D), torch.bfloat16, g)
+    k, v = rand((2, Sk, 1, D), torch.bfloat16, g), rand((2, Sk, 1, D), torch.bfloat16, g)
+    check(q, k, v, causal=True)
+    check(q, k, v, window=(150, 3))
+    check(q.half(), k.half(), v.half(), causal=True)
+    monkeypatch.setenv("DEEPWELL_ATTN_MAX_GRID", "3")
+    check(q, k, v, causal=True)
+    monkeypatch.delenv("DEEPWELL_ATTN_MAX_GRID")
+    lens_q = [Sq, 5, 0, 300, 129, 1025 if D == 64 else 77]
+    lens_k = [Sk, 40, 7, 300, 129, 1000 if D == 64 else 90]
+    cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device="cuda")
+    cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device="cuda")
+    q = rand((sum(lens_q), 2, D), torch.bfloat16, g)
+    k, v = rand((sum(lens_k), 1, D), torch.bfloat16, g), rand((sum(lens_k), 1, D), torch.bfloat16, g)
+    check(q, k, v, causal=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
+          max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
+
+
 @pytest.mark.parametrize("D", [64, 128, 256])
 def test_varlen_with_empty_sequences(D, seed):
     g = torch.Generator(device="cuda").manual_seed(seed)
