@@ -57,10 +57,11 @@ __device__ __forceinline__ TileCoord tile_coord(Params const& p, int tile) {
 // is the heaviest tile. The tiles are then shifted up by q_pad rows, so that most of those idle
 // rows move into the first (lightest) tile: tile 0 covers rows [0, kBlockM) but stores only
 // [0, kBlockM - q_pad) and needs keys only for those; tile m > 0 covers [m kBlockM - q_pad,
-// (m + 1) kBlockM - q_pad). q_pad is the idle row count rounded down to a multiple of kBlockN,
-// so that the tiles' diagonals stay aligned to the key blocks (a shift of 64 rows on the 192 x 96
-// d = 64 tile made every diagonal touch three key blocks instead of two: S = 2k 3 % slower). No
-// coordinate is negative and no row is stored twice.
+// (m + 1) kBlockM - q_pad). q_pad is the idle row count rounded down to a multiple of kBlockN:
+// work is counted in key-block steps, and a shift by part of a key block ends every shifted
+// tile's diagonal inside a block, so each tile runs as many steps as before and masks one more
+// (192 x 96 d = 64 tile at S = 2k shifted by 64 rows: 132 steps per head either way, 3 % slower).
+// No coordinate is negative and no row is stored twice.
 struct SeqInfo {
   int q_offset, seqlen_q, k_offset, seqlen_k, q_pad;
 };
