@@ -24,9 +24,6 @@ Status forward_cuda(const Problem& p, const Context& ctx) {
       if (p.window_right >= 0 && p.seqlen_q <= sm90::kD64CausalTileMaxSeqlenQ) {
         return bf16 ? sm90::fwd_bf16_d64_causal(p, ctx) : sm90::fwd_f16_d64_causal(p, ctx);
       }
-      if (p.window_right >= 0) {
-        return bf16 ? sm90::fwd_bf16_d64_causal_long(p, ctx) : sm90::fwd_f16_d64_causal_long(p, ctx);
-      }
       return bf16 ? sm90::fwd_bf16_d64(p, ctx) : sm90::fwd_f16_d64(p, ctx);
     case 128: return bf16 ? sm90::fwd_bf16_d128(p, ctx) : sm90::fwd_f16_d128(p, ctx);
     case 256:

@@ -18,8 +18,6 @@ Status fwd_bf16_d64_causal_short(const Problem& p, const Context& ctx);
 Status fwd_f16_d64_causal_short(const Problem& p, const Context& ctx);
 Status fwd_bf16_d64_causal(const Problem& p, const Context& ctx);
 Status fwd_f16_d64_causal(const Problem& p, const Context& ctx);
-Status fwd_bf16_d64_causal_long(const Problem& p, const Context& ctx);
-Status fwd_f16_d64_causal_long(const Problem& p, const Context& ctx);
 // d = 256 with long keys (80-key tiles).
 Status fwd_bf16_d256_long(const Problem& p, const Context& ctx);
 Status fwd_f16_d256_long(const Problem& p, const Context& ctx);

@@ -32,27 +32,29 @@ template <> struct FwdTile<64> : TilePolicy<192, 128, 3> {};   // 3 consumer war
 template <> struct FwdTile<128> : TilePolicy<128, 128, 2> {};  // 2 consumer warpgroups
 template <> struct FwdTile<256> : TilePolicy<128, 64, 2> {};   // 2 consumer warpgroups
 
-// Causal (and right-bounded window) d = 64 with short queries (seqlen_q <= 1024) runs 128-row
-// tiles: on the diagonal a 192-row tile computes more masked scores, and at short S that waste and
-// the per-tile cost dominate (H100 A/B x cuDNN, 128x128 -> 192x96: S=512 0.82 -> 0.75, 1k 0.87 ->
-// 0.83); from 1.5k the 3-warpgroup tile wins (1.5k 0.91 -> 1.00, 2k 0.93 -> 0.99).
+// Causal (and right-bounded window) d = 64 with short queries (seqlen_q <= 1024) and longer keys
+// runs 128-row tiles: on the diagonal a 192-row tile computes more masked scores, and at short S
+// that waste and the per-tile cost dominate (H100 A/B x cuDNN, 128x128 -> 192x96: S=512 0.82 ->
+// 0.75, 1k 0.87 -> 0.83).
 struct FwdTileD64Causal : TilePolicy<128, 128, 2> {};
 constexpr long long kD64CausalTileMaxSeqlenQ = 1024;
-// With short keys too (seqlen_q and seqlen_k <= 1024), 64-row tiles of 64 keys, three CTAs per SM
-// (one consumer warpgroup each, 136 registers): tiles average ~2.5 key blocks there, so a CTA
+// With short keys too (seqlen_q and seqlen_k <= 1408), 64-row tiles of 64 keys, three CTAs per SM
+// (one consumer warpgroup each, 136 registers): tiles average ~2.5 key blocks at S = 512, so a CTA
 // spends most of its time in the per-tile latency (Q wait, the first Q K^T and softmax alone, the
 // epilogue) that other CTAs on the SM now fill (H200 A/B x cuDNN, 128x128 -> this: S=512 0.869 ->
-// 1.025, 1k 0.903 -> 0.994; 1.5k 1.012 -> 0.994, 2k 0.985 -> 0.975, so not beyond 1k; two CTAs
-// of 64x128 gained 3 %; non-causal it loses 4-16 %; H100: S=512 0.871 -> 1.012-1.017, 1k 0.904 ->
-// 0.970-0.978). Longer keys keep the 128x128 tile (not measured with this one).
+// 1.025, 1k 0.903 -> 0.994; two CTAs of 64x128 gained 3 %; non-causal it loses 4-16 %; H100:
+// S=512 0.871 -> 1.012-1.017, 1k 0.904 -> 0.970-0.978). Against the 3-warpgroup tile (H100, session
+// 26): S=1152 0.932-0.936 (192x96) -> 0.946-0.952, 1280 0.832-0.834 -> 0.948-0.958, 1408 0.913-0.920
+// (192x128) -> 0.942-0.961; from 1472 the 192x128 tile wins (1472 0.981 -> 1.002, 1536 0.941-0.954
+// -> 0.991-0.994, 2k 0.918-0.926 -> 0.993-0.994).
 struct FwdTileD64CausalShort : TilePolicy<64, 64, 3, 3> {};
-constexpr long long kD64CausalShortTileMaxSeqlen = 1024;
-// Above that, the 3-warpgroup tile with 96 keys per step: ptxas spills 136 bytes at 192x128 (160
-// registers per consumer) and none at 192x96, which pays on causal tiles (H100 A/B x cuDNN, bf16,
-// 192x128 -> 192x96: S=4k 0.985 -> 1.028, 8k 1.064 -> 1.100, 16k 1.095 -> 1.114) but not without a
-// mask (4k-16k equal; 512-2k 3-12% slower: a third more softmax steps per key), so the unmasked
-// d = 64 tile stays 192x128.
-struct FwdTileD64CausalLong : TilePolicy<192, 96, 3> {};
+constexpr long long kD64CausalShortTileMaxSeqlen = 1408;
+// Longer queries run the unmasked tile, FwdTile<64> (192x128, the conditional rescale and the
+// tree softmax), masked: since those two policies it beats the 192x96 tile that causal d = 64 ran
+// from session 8 to 26 (no spill, but a third more softmax steps per key; H100 A/B x cuDNN,
+// 192x96 -> 192x128: S=2k 0.973-0.978 -> 0.993-0.994, 3k 1.052-1.058 -> 1.080-1.081, 4k
+// 1.048-1.051 -> 1.100-1.101, 8k 1.084 -> 1.141-1.142, 16k 1.101-1.109 -> 1.172-1.182; 1536
+// 0.995-0.997 -> 0.991-0.994; perf-notes item 41).
 
 // d = 256 with long keys (seqlen_k >= 2048) runs 80-key tiles (FA3's choice): one softmax pass per
 // 80 keys instead of 64 pays from 2k keys on (H200 A/B x cuDNN, non-causal 64 -> 80: S=2k 0.95 ->
@@ -116,8 +118,8 @@ constexpr bool kOneBoundMask<FwdTileD64CausalShort> = true;  // as measured (per
 // row's max and sum over four partial results, all rows' phases side by side). Measured per tile
 // against the same tile without it (H200 x cuDNN, perf-notes item 28): the unmasked d = 64 tile
 // gains at every S (512 / 1k / 2k / 16k 0.946 / 0.954 / 1.040 / 1.108 -> 0.979 / 0.997 / 1.094 /
-// 1.157); d = 128 non-causal and both d = 64 causal tiles (192x96 has three consumer warpgroups
-// too) lose 1-2 %, d = 128 causal and d = 256 move within +-1 %. Why only that tile gains is not
+// 1.157); d = 128 non-causal and the d = 64 causal tiles of that session (128x128, 192x96) lose
+// 1-2 %, d = 128 causal and d = 256 move within +-1 %. Why only that tile gains is not
 // established (it is the one with the 136-byte spill and the conditional rescale).
 template <class Tile>
 constexpr bool kTreeSoftmax = false;
@@ -127,19 +129,17 @@ constexpr bool kTreeSoftmax<FwdTile<64>> = true;
 // Where a consumer waits for V[n+1] (fwd_sm90_mainloop.cuh): after issuing S = Q K[n]^T, just
 // before P V[n+1] needs it (FlashAttention-3's order), not before both. Measured per tile against
 // the same tile waiting first (H200 x cuDNN, perf-notes item 29): d = 128 +1.5-2 % non-causal
-// (512 0.977 -> 0.997, 16k 1.001 -> 1.022) and +1-3 % causal, d = 256 +1-2 %, d = 64 +0.2-1 %;
-// the 192x96 d = 64 causal tile 0.3-1 % slower at S >= 4k, so it keeps the early wait.
+// (512 0.977 -> 0.997, 16k 1.001 -> 1.022) and +1-3 % causal, d = 256 +1-2 %, d = 64 +0.2-1 %
+// (the 192x96 causal tile of that session, since retired, 0.3-1 % slower).
 template <class Tile>
 constexpr bool kLateVWait = true;
-template <>
-constexpr bool kLateVWait<FwdTileD64CausalLong> = false;
 
 // O *= rescale between the next S and P V issues (while Q K^T runs) instead of after the P V
 // wait (FlashAttention-3's RescaleOBeforeGemm, which it uses above d = 128). Measured per tile on
 // top of the late V wait (perf-notes item 29): d = 256 +1-3 % (64 keys: non-causal 1k 1.011 ->
 // 1.037, causal 512 0.960 -> 0.971; 80 keys: 16k 1.135 -> 1.153, causal 8k 1.268 -> 1.293), the
-// short d = 64 causal tile +2 % at S = 512; d = 128 1.5-2 % slower at S <= 1k non-causal and the
-// 192x96 d = 64 causal tile 1-2 % slower, so they keep the rescale after the wait.
+// short d = 64 causal tile +2 % at S = 512; d = 128 1.5-2 % slower at S <= 1k non-causal (and the
+// retired 192x96 d = 64 causal tile 1-2 %), so it keeps the rescale after the wait.
 template <class Tile>
 constexpr bool kRescaleBeforePV = false;
 template <>

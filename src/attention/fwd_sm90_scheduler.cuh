@@ -60,7 +60,8 @@ __device__ __forceinline__ TileCoord tile_coord(Params const& p, int tile) {
 // (m + 1) kBlockM - q_pad). q_pad is the idle row count rounded down to a multiple of kBlockN:
 // work is counted in key-block steps, and a shift by part of a key block ends every shifted
 // tile's diagonal inside a block, so each tile runs as many steps as before and masks one more
-// (192 x 96 d = 64 tile at S = 2k shifted by 64 rows: 132 steps per head either way, 3 % slower).
+// (the since-retired 192 x 96 d = 64 causal tile at S = 2k shifted by 64 rows: 132 steps per head
+// either way, 3 % slower).
 // No coordinate is negative and no row is stored twice.
 struct SeqInfo {
   int q_offset, seqlen_q, k_offset, seqlen_k, q_pad;

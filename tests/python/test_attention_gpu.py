@@ -89,11 +89,11 @@ def test_sliding_windows(window, sq_sk, seed):
 
 
 @pytest.mark.parametrize(
-    "sq_sk", [(300, 700), (1024, 700), (1024, 1024), (1000, 1025), (1025, 1100), (3001, 2990)])
+    "sq_sk", [(300, 700), (1024, 700), (1408, 1408), (1000, 1500), (1409, 1100), (3001, 2990)])
 def test_d64_right_bounded_tiles(sq_sk, seed):
     """d <= 64 with keys bounded on the right runs 64x64 tiles three CTAs per SM while seqlen_q
-    and seqlen_k are both <= 1024, 128x128 tiles up to seqlen_q 1024, 192x96 after (partial last
-    key tiles, Sq != Sk both ways)."""
+    and seqlen_k are both <= 1408, 128x128 tiles up to seqlen_q 1024 (longer keys), the unmasked
+    192x128 tile after (partial last key tiles, Sq != Sk both ways)."""
     Sq, Sk = sq_sk
     g = torch.Generator(device="cuda").manual_seed(seed)
     for dtype in (torch.bfloat16, torch.float16):
@@ -131,12 +131,12 @@ def test_d256_long_key_tiles(sq_sk, seed):
 
 
 @pytest.mark.parametrize("D, sq_sk", [
-    (64, (1025, 1025)), (64, (1200, 1300)), (64, (4096, 4096)), (64, (1100, 900)),
+    (64, (1537, 1537)), (64, (1600, 1700)), (64, (4096, 4096)), (64, (1500, 1400)),
     (256, (700, 700)), (256, (129, 2000)), (256, (4097, 4097)), (256, (6180, 6180))])
 def test_partial_first_tile(D, sq_sk, monkeypatch, seed):
     """With a right bound (causal, windows) the m-blocks are cut from the end of the sequence
-    where that moves a partial tile's idle rows to the first tile (SeqInfo::q_pad): the 192x96
-    d = 64 tile (q_pad 96 at 1025, 1200, 4096; none at 1100) and d = 256's 128x64 / 128x80
+    where that moves a partial tile's idle rows to the first tile (SeqInfo::q_pad): the 192x128
+    d = 64 tile (q_pad 128 at 1537, 1600, 4096; none at 1500) and d = 256's 128x64 / 128x80
     tiles (q_pad 64 at 700, 129, 4097; 80 at 6180). The first tile stores only its own rows, by
     row; every other tile by TMA. Many tiles per CTA, varlen with a q_pad per sequence."""
     Sq, Sk = sq_sk
@@ -149,8 +149,8 @@ def test_partial_first_tile(D, sq_sk, monkeypatch, seed):
     monkeypatch.setenv("DEEPWELL_ATTN_MAX_GRID", "3")
     check(q, k, v, causal=True)
     monkeypatch.delenv("DEEPWELL_ATTN_MAX_GRID")
-    lens_q = [Sq, 5, 0, 300, 129, 1025 if D == 64 else 77]
-    lens_k = [Sk, 40, 7, 300, 129, 1000 if D == 64 else 90]
+    lens_q = [Sq, 5, 0, 300, 129, 1600 if D == 64 else 77]
+    lens_k = [Sk, 40, 7, 300, 129, 1500 if D == 64 else 90]
     cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device="cuda")
     cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device="cuda")
     q = rand((sum(lens_q), 2, D), torch.bfloat16, g)

@@ -1,7 +1,0 @@
-// Instance: attention forward, sm_90a, bf16, head dims up to 64, keys bounded on the right (causal
-// or a right window) and seqlen_q above kD64CausalTileMaxSeqlenQ (1024): 192x96 tiles
-// (fwd_sm90_config.hpp).
-#include "attention/fwd_sm90.hpp"
-#include "attention/fwd_sm90_kernel.cuh"
-
-DEEPWELL_ATTENTION_FWD_SM90_INSTANCE(fwd_bf16_d64_causal_long, cutlass::bfloat16_t, 64, FwdTileD64CausalLong)
