@@ -92,12 +92,18 @@ static_assert(use_pingpong(64, 1 << 20) && use_pingpong(128, 2047) && !use_pingp
 //  - d = 256 (128 FMULs per thread and key block against 32 scores): H200 x cuDNN, non-causal
 //    S=512-8k 0.940-1.060 -> 0.975-1.100, causal 0.932-1.209 -> 0.944-1.232.
 //  - d = 64 unmasked 192x128: S=2k-16k 1.021-1.091 -> 1.039-1.110 (S <= 1k equal).
-//  - not d = 128 (non-causal 1-1.5 % slower, causal equal) nor the d = 64 causal tiles (3-5 %
-//    slower at every S): there the vote and branch cost more than the FMULs they skip.
+//  - the short d = 64 causal tile (64x64, three CTAs per SM; session 26, H100 x cuDNN, two runs):
+//    S=768 0.985-0.991 -> 0.998-1.009, 1k 0.928-0.973 -> 0.988-1.000, 1280 0.972-0.977 ->
+//    0.990-0.998, 512 0.999 -> 1.016 (the tree softmax on top: 0.5-1 % slower).
+//  - not d = 128 (non-causal 1-1.5 % slower, causal equal) nor the d = 64 128x128 / 192x96 causal
+//    tiles of session 23 (3-5 % slower at every S): there the vote and branch cost more than the
+//    FMULs they skip.
 template <class Tile>
 constexpr bool kConditionalRescale = false;
 template <>
 constexpr bool kConditionalRescale<FwdTile<64>> = true;
+template <>
+constexpr bool kConditionalRescale<FwdTileD64CausalShort> = true;
 template <>
 constexpr bool kConditionalRescale<FwdTile<256>> = true;
 template <>
