@@ -61,7 +61,8 @@ __device__ __forceinline__ TileCoord tile_coord(Params const& p, int tile) {
 // work is counted in key-block steps, and a shift by part of a key block ends every shifted
 // tile's diagonal inside a block, so each tile runs as many steps as before and masks one more
 // (the since-retired 192 x 96 d = 64 causal tile at S = 2k shifted by 64 rows: 132 steps per head
-// either way, 3 % slower). No coordinate is negative and no row is stored twice.
+// either way, 3 % slower).
+// No coordinate is negative and no row is stored twice.
 struct SeqInfo {
   int q_offset, seqlen_q, k_offset, seqlen_k, q_pad;
 };
