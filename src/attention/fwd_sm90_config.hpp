@@ -112,9 +112,15 @@ constexpr bool kConditionalRescale<FwdTileD256Long> = true;
 // Causal masks tested against their upper bound only where there is no left window (apply_mask):
 // the short-query d = 64 causal tile, whose diagonal blocks are ~40 % of its key steps at S = 512
 // (H200 A/B x cuDNN, two bounds -> one: S=512 0.822 -> 0.852, 1k 0.877 -> 0.896, 2k 0.978 ->
-// 0.995). The other tiles keep one mask code path (a second costs code size in the key loop).
+// 0.995), and d = 128 (session 27, H100 A/B x cuDNN, four runs, causal: S=512 0.955-0.971 ->
+// 0.968-0.986, 2k 1.085-1.098 -> 1.095-1.109, 8k 1.151-1.164 -> 1.163-1.170, 16k 1.140-1.149 ->
+// 1.152-1.156; non-causal equal or +0.2 %; no spill either way; perf-notes item 43). The other
+// tiles keep one mask code path: a second costs code size in the key loop (d = 256 -0.5 to -1.5 %
+// non-causal, causal +-0.5 %; the unmasked d = 64 tile -4 to -9 %, it spills less but runs slower).
 template <class Tile>
 constexpr bool kOneBoundMask = false;
+template <>
+constexpr bool kOneBoundMask<FwdTile<128>> = true;
 template <>
 constexpr bool kOneBoundMask<FwdTileD64Causal> = true;
 template <>
