@@ -2,8 +2,9 @@
 
 A variant is a set of environment variables that an experimental build of the library reads at
 call time (e.g. a `std::getenv("DW_EXP_...")` switch in a launcher, kept out of commits). Every
-repetition times each variant once, in an order that rotates from one repetition to the next,
-so clock and thermal drift hit all variants alike; timing the variants one after the other
+repetition times each variant once, in an order shuffled per repetition (`--order`; until
+2026-11-26 it rotated, which keeps each variant's predecessor fixed and biased identical variants
+by up to 3.3 %: perf-notes, attention item 45), so clock and thermal drift hit all variants alike; timing the variants one after the other
 moved ratios by up to 8% (docs/perf-notes.md, attention item 6). The timer is the benchmark
 framework's (bench/timing.py measure_many: each call between its own CUDA events, calls back to
 back, median of --reps). Until 2026-11-21 session 4 this script synchronized after every call,
@@ -46,6 +47,8 @@ def main() -> None:
     ap.add_argument("--regime", choices=["pair", "sweep"], default="pair",
                     help="sweep: also interleave SDPA's flash and mem-efficient backends, as the "
                          "benchmark suite does (its power regime)")
+    ap.add_argument("--order", choices=["rotate", "shuffle"], default="shuffle",
+                    help="round order of the interleaved timer (bench/timing.py _round_order)")
     args = ap.parse_args()
 
     import torch
@@ -54,7 +57,7 @@ def main() -> None:
     import deepwell
     import timing  # bench/timing.py: the benchmark framework's interleaved timer
 
-    timing.configure(min_reps=args.reps, max_reps=args.reps)
+    timing.configure(min_reps=args.reps, max_reps=args.reps, order=args.order)
     variants = dict(parse_variant(v) for v in args.variant)
     keys = {k for env in variants.values() for k in env}
 

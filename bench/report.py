@@ -70,7 +70,7 @@ def section(doc: dict, results: Path, md: Path) -> str:
     unit = common.UNITS.get(doc.get("metric"), doc.get("metric"))
     t = doc.get("timing", {})
     timed = f" Timing: {t['timer']}, median" + (f"; L2: {t['l2']}" if t.get("l2") else "") + \
-        "." if t.get("timer") else ""
+        f"; round order: {t.get('order', 'rotate')}." if t.get("timer") else ""
     out = [f"### {doc['suite']}{' (smoke set)' if doc.get('smoke') else ''}", "",
            env_line(doc) + timed, ""]
     if doc.get("mode") == "cpu":

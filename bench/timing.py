@@ -1,9 +1,13 @@
 """Timers: CUDA events on the GPU, time.perf_counter on the CPU.
 
 The variants of one case are timed interleaved (measure_many): every round calls each variant
-once, in an order that rotates from round to round, back to back on one stream, so clock and
-power drift over the case hits every variant alike (timed one block after another, the first
-variant was favoured by up to 8%; docs/perf-notes.md, attention item 6).
+once, back to back on one stream, so clock and power drift over the case hits every variant alike
+(timed one block after another, the first variant was favoured by up to 8%; docs/perf-notes.md,
+attention item 6). The order is drawn afresh each round (seeded), so each variant follows every
+other about equally often: under the H100's power cap a kernel's speed depends on what ran just
+before it, and the rotating order used until 2026-11-26 kept each variant's predecessor fixed
+(two identical attention variants read up to 3.3 % apart that way, within 0.2 % shuffled; attention
+item 45).
 
 Every call is timed on its own (one event pair around one eager call), so the distribution
 (median, p20, p80) comes out, and host-side launch and binding cost shows wherever it exceeds the
@@ -23,7 +27,7 @@ import time
 
 # Set once by run.py (configure()); the suites read them through measure().
 CONFIG = {"warmup_ms": 25.0, "rep_ms": 100.0, "min_reps": 10, "max_reps": 1000, "l2": "rotate",
-          "do_bench": False}
+          "do_bench": False, "order": "shuffle"}
 CPU_CONFIG = {"warmup_calls": 2, "rep_ms": 100.0, "min_reps": 3, "max_reps": 50}
 _flush_buf = None
 
@@ -97,8 +101,8 @@ def _flush_buffer():
 
 
 def _rounds(names: list, round_ms: float, call, max_warmup: int, share: float = 1.0) -> dict:
-    """Warm-up rounds, then timed rounds in which every variant runs once, in an order that
-    rotates from round to round; call(name, start, end) runs one unit of a variant (between the
+    """Warm-up rounds, then timed rounds in which every variant runs once, in _round_order's
+    order; call(name, start, end) runs one unit of a variant (between the
     two events when they are given). Each variant gets the warm-up and repetition time of one
     timed alone (times `share` of the repetitions, for one of several blocks). Returns
     {name: [elapsed ms per timed unit]}."""
@@ -115,11 +119,24 @@ def _rounds(names: list, round_ms: float, call, max_warmup: int, share: float = 
     ends = {n: [torch.cuda.Event(enable_timing=True) for _ in range(reps)] for n in names}
     torch.cuda.synchronize()
     for r in range(reps):
-        k = r % len(names)
-        for n in names[k:] + names[:k]:
+        for n in _round_order(names, r):
             call(n, starts[n][r], ends[n][r])
     torch.cuda.synchronize()
     return {n: [s.elapsed_time(e) for s, e in zip(starts[n], ends[n])] for n in names}
+
+
+def _round_order(names: list, r: int) -> list:
+    """Round r's order. "shuffle" (the default): a permutation drawn per round (seeded by r), so
+    each variant follows every other about equally often. "rotate" (before 2026-11-26): names
+    rotated by r, which keeps every variant's predecessor the same within a round."""
+    if CONFIG.get("order", "rotate") == "shuffle":
+        import random
+
+        order = list(names)
+        random.Random(r).shuffle(order)
+        return order
+    k = r % len(names)
+    return names[k:] + names[:k]
 
 
 def measure_many(entries: dict, device: str) -> dict:
