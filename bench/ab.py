@@ -4,8 +4,9 @@ A variant is a set of environment variables that an experimental build of the li
 call time (e.g. a `std::getenv("DW_EXP_...")` switch in a launcher, kept out of commits). Every
 repetition times each variant once, in an order shuffled per repetition (`--order`; until
 2026-11-26 it rotated, which keeps each variant's predecessor fixed and biased identical variants
-by up to 3.3 %: perf-notes, attention item 45), so clock and thermal drift hit all variants alike; timing the variants one after the other
-moved ratios by up to 8% (docs/perf-notes.md, attention item 6). The timer is the benchmark
+by up to 3.3 %: perf-notes, attention item 45), so clock and thermal drift hit all variants
+alike; timing the variants one after the other moved ratios by up to 8% (docs/perf-notes.md,
+attention item 6). The timer is the benchmark
 framework's (bench/timing.py measure_many: each call between its own CUDA events, calls back to
 back, median of --reps). Until 2026-11-21 session 4 this script synchronized after every call,
 which added each implementation's host launch time to its GPU time (d=64 causal S=512: cuDNN 181

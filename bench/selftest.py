@@ -121,7 +121,8 @@ def check_report():
 def check_interleaved_timer():
     """measure_many on a fake CUDA clock: each call advances the clock by its variant's cost, an
     event stamps the clock when recorded. Checks the medians, that every round calls each variant
-    once in an order that varies so each variant follows every other, and that two consecutive calls never read the same input set."""
+    once in an order that varies so each variant follows every other, and that two consecutive
+    calls never read the same input set."""
     clock = [0.0]  # ms
     calls = []
 
@@ -159,7 +160,7 @@ def check_interleaved_timer():
     rounds = [[n for n, _ in timed[i:i + 3]] for i in range(0, len(timed), 3)]
     assert all(sorted(r) == ["a", "b", "c"] for r in rounds), rounds[:4]
     assert len({tuple(r) for r in rounds}) > 1, rounds[:4]
-    # Shuffled rounds: every variant follows each other one often (a fixed predecessor biased
+    # Shuffled rounds: every variant follows every other one often (a fixed predecessor biased
     # identical variants by up to 3.3 % under the H100's power cap; perf-notes attention item 45).
     seq = [n for n, _ in timed]
     follows = {(x, y): 0 for x in "abc" for y in "abc" if x != y}

@@ -23,6 +23,7 @@ whose bar is about the kernels (quant) and whose host cost per call is close to 
 from __future__ import annotations
 
 import math
+import random
 import time
 
 # Set once by run.py (configure()); the suites read them through measure().
@@ -129,9 +130,7 @@ def _round_order(names: list, r: int) -> list:
     """Round r's order. "shuffle" (the default): a permutation drawn per round (seeded by r), so
     each variant follows every other about equally often. "rotate" (before 2026-11-26): names
     rotated by r, which keeps every variant's predecessor the same within a round."""
-    if CONFIG.get("order", "rotate") == "shuffle":
-        import random
-
+    if CONFIG["order"] == "shuffle":
         order = list(names)
         random.Random(r).shuffle(order)
         return order
