@@ -9,6 +9,7 @@ set(DEEPWELL_CUDA_SOURCES
 
   # attention forward, sm_90a (src/attention/fwd_sm90*.cuh): dtype x head-dim bucket (x tile)
   src/attention/fwd_dispatch.cpp
+  src/attention/fwd_combine.cu
   src/attention/fwd_sm90_inst_bf16_d64.cu
   src/attention/fwd_sm90_inst_bf16_d128.cu
   src/attention/fwd_sm90_inst_bf16_d256.cu

@@ -37,6 +37,15 @@ struct AttentionForwardArgs {
 
 DEEPWELL_API Status attention_forward(const AttentionForwardArgs& args, const Context& ctx = {});
 
+// Scratch bytes attention_forward can use for these arguments (0 on CPU, and on CUDA when it would
+// not split). On CUDA, calls with too few query tiles to fill the GPU (decoding: a few query rows
+// against long keys) split each tile's keys into ranges that run in parallel, and merge them in a
+// second kernel; the partial results need this much scratch in Context::workspace, or
+// Context::allocate_workspace. Without it (or with a smaller workspace) the call runs unsplit:
+// the same results within rounding, slower. DEEPWELL_ATTN_SPLITS=<n> forces n ranges.
+DEEPWELL_API Status attention_forward_workspace_size(const AttentionForwardArgs& args,
+                                                     size_t* bytes);
+
 struct AttentionBackwardArgs {
   TensorView q, k, v, out, dout;  // as in the forward; dout like out
   TensorView lse;                 // fp32, as returned by the forward

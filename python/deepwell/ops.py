@@ -120,7 +120,7 @@ def forward_into(q, k, v, out, lse, *, causal=False, window=None, scale=None, bi
         T.arg(lse, "lse"), T.arg(cu_seqlens_q, "cu_seqlens_q"),
         T.arg(cu_seqlens_k, "cu_seqlens_k"), _max_len(max_seqlen_q, "max_seqlen_q"),
         _max_len(max_seqlen_k, "max_seqlen_k"), T.arg(bias, "bias"), _scale(scale),
-        bool(causal), wl, wr, T.stream_of(q))
+        bool(causal), wl, wr, *_stream_and_allocator(q))
 
 
 def attention_backward(dout, q, k, v, out, lse, *, causal: bool = False, window=None, scale=None,
@@ -187,7 +187,8 @@ def gemm(a, b, *, bias=None, c=None, alpha: float = 1.0, beta: float = 0.0,
 
 
 def _alloc_workspace(nbytes: int, device: int):
-    """Scratch memory for one CUDA GEMM call (split-K partials, transposed operand copies), from
+    """Scratch memory for one CUDA call (GEMM: split-K partials, transposed operand copies;
+    attention: split-KV's partial results), from
     torch's caching allocator on the current stream. The native call asks for it once it has
     chosen its plan, only when the plan uses scratch, and frees it on return (in stream order)."""
     torch = sys.modules["torch"]  # the caller passed torch tensors, so it is loaded

@@ -201,28 +201,6 @@ Status run(bool cpu, Fn&& fn) {
   return fn();
 }
 
-void attention_forward(nb::handle q, nb::handle k, nb::handle v, nb::handle out, nb::handle lse,
-                       nb::handle cu_q, nb::handle cu_k, int64_t max_q, int64_t max_k,
-                       nb::handle bias, float scale, bool causal, int64_t window_left,
-                       int64_t window_right, uintptr_t stream) {
-  deepwell::AttentionForwardArgs a;
-  a.q = parse(q, "q");
-  a.k = parse(k, "k");
-  a.v = parse(v, "v");
-  a.out = parse(out, "out");
-  Opt olse(lse, "lse"), ocq(cu_q, "cu_seqlens_q"), ock(cu_k, "cu_seqlens_k"), ob(bias, "bias");
-  a.lse = olse.get();
-  a.cu_seqlens_q = ocq.get();
-  a.cu_seqlens_k = ock.get();
-  a.bias = ob.get();
-  a.max_seqlen_q = max_q;
-  a.max_seqlen_k = max_k;
-  a.softmax_scale = scale;
-  a.mask = {causal, window_left, window_right};
-  const bool cpu = a.q.device.type == deepwell::DeviceType::kCPU;
-  check(run(cpu, [&] { return deepwell::attention_forward(a, context(stream)); }));
-}
-
 void attention_backward(nb::handle q, nb::handle k, nb::handle v, nb::handle out, nb::handle dout,
                         nb::handle lse, nb::handle dq, nb::handle dk, nb::handle dv,
                         nb::handle cu_q, nb::handle cu_k, int64_t max_q, int64_t max_k,
@@ -298,6 +276,31 @@ struct PyWorkspace {
     check(s);
   }
 };
+
+void attention_forward(nb::handle q, nb::handle k, nb::handle v, nb::handle out, nb::handle lse,
+                       nb::handle cu_q, nb::handle cu_k, int64_t max_q, int64_t max_k,
+                       nb::handle bias, float scale, bool causal, int64_t window_left,
+                       int64_t window_right, uintptr_t stream, nb::handle alloc) {
+  deepwell::AttentionForwardArgs a;
+  a.q = parse(q, "q");
+  a.k = parse(k, "k");
+  a.v = parse(v, "v");
+  a.out = parse(out, "out");
+  Opt olse(lse, "lse"), ocq(cu_q, "cu_seqlens_q"), ock(cu_k, "cu_seqlens_k"), ob(bias, "bias");
+  a.lse = olse.get();
+  a.cu_seqlens_q = ocq.get();
+  a.cu_seqlens_k = ock.get();
+  a.bias = ob.get();
+  a.max_seqlen_q = max_q;
+  a.max_seqlen_k = max_k;
+  a.softmax_scale = scale;
+  a.mask = {causal, window_left, window_right};
+  const bool cpu = a.q.device.type == deepwell::DeviceType::kCPU;
+  deepwell::Context ctx = context(stream);
+  PyWorkspace ws;  // split-KV's partial buffers (fwd_combine.hpp), when the plan splits
+  if (!cpu) ws.install(&ctx, alloc, a.q.device.index);
+  ws.finish(run(cpu, [&] { return deepwell::attention_forward(a, ctx); }));
+}
 
 struct GemmViews {
   deepwell::GemmArgs g;
@@ -487,7 +490,7 @@ NB_MODULE(_C, m) {
   m.def("attention_forward", &attention_forward, "q"_a.none(), "k"_a.none(), "v"_a.none(),
         "out"_a.none(), "lse"_a.none(), "cu_seqlens_q"_a.none(), "cu_seqlens_k"_a.none(),
         "max_seqlen_q"_a, "max_seqlen_k"_a, "bias"_a.none(), "scale"_a, "causal"_a,
-        "window_left"_a, "window_right"_a, "stream"_a);
+        "window_left"_a, "window_right"_a, "stream"_a, "alloc"_a.none() = nb::none());
   m.def("attention_backward", &attention_backward, "q"_a.none(), "k"_a.none(), "v"_a.none(),
         "out"_a.none(), "dout"_a.none(), "lse"_a.none(), "dq"_a.none(), "dk"_a.none(),
         "dv"_a.none(), "cu_seqlens_q"_a.none(), "cu_seqlens_k"_a.none(), "max_seqlen_q"_a,

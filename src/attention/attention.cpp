@@ -312,8 +312,9 @@ Status check_lse(std::string_view op, const TensorView& lse, const attention::Pr
   return Status::Ok();
 }
 
-Status forward_impl(const AttentionForwardArgs& a, const Context& ctx) {
-  attention::Problem p;
+// Every check of the forward's arguments; fills p.
+Status forward_problem(const AttentionForwardArgs& a, attention::Problem* out_problem) {
+  attention::Problem& p = *out_problem;
   DW_TRY(build_problem(kFwd, {&a.q, &a.k, &a.v, a.cu_seqlens_q, a.cu_seqlens_k, a.max_seqlen_q,
                               a.max_seqlen_k, a.bias, a.softmax_scale, a.mask},
                        &p));
@@ -329,9 +330,29 @@ Status forward_impl(const AttentionForwardArgs& a, const Context& ctx) {
     DW_TRY(detail::check_no_internal_overlap(kFwd, "lse", *a.lse));
     DW_TRY(check_disjoint(kFwd, "lse", *a.lse, "out", a.out));
   }
+  return Status::Ok();
+}
+
+Status forward_impl(const AttentionForwardArgs& a, const Context& ctx) {
+  attention::Problem p;
+  DW_TRY(forward_problem(a, &p));
   if (p.batch == 0 || p.seqlen_q == 0 || p.total_q == 0) return Status::Ok();
   if (p.device.type == DeviceType::kCUDA) return attention::forward_cuda(p, ctx);
   return attention::forward_cpu(p);
+}
+
+Status forward_workspace_impl(const AttentionForwardArgs& a, size_t* bytes) {
+  if (bytes == nullptr) {
+    return Status(StatusCode::kInvalidArgument,
+                  "attention_forward_workspace_size: argument 'bytes': expected a pointer, got "
+                  "null");
+  }
+  *bytes = 0;
+  attention::Problem p;
+  DW_TRY(forward_problem(a, &p));
+  if (p.batch == 0 || p.seqlen_q == 0 || p.total_q == 0) return Status::Ok();
+  if (p.device.type == DeviceType::kCUDA) return attention::forward_workspace_cuda(p, bytes);
+  return Status::Ok();
 }
 
 Status backward_impl(const AttentionBackwardArgs& a, const Context&) {
@@ -379,6 +400,11 @@ Status backward_impl(const AttentionBackwardArgs& a, const Context&) {
 
 Status attention_forward(const AttentionForwardArgs& args, const Context& ctx) {
   return detail::guarded(kFwd, [&] { return forward_impl(args, ctx); });
+}
+
+Status attention_forward_workspace_size(const AttentionForwardArgs& args, size_t* bytes) {
+  return detail::guarded("attention_forward_workspace_size",
+                         [&] { return forward_workspace_impl(args, bytes); });
 }
 
 Status attention_backward(const AttentionBackwardArgs& args, const Context& ctx) {

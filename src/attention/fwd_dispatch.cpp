@@ -1,42 +1,123 @@
-// CUDA dispatch of attention_forward: device checks, then the instance for (dtype, head-dim bucket).
+// CUDA dispatch of attention_forward: device checks, the instance for (dtype, head-dim bucket,
+// tile), and split-KV (fwd_combine.hpp) when the call has too few tiles to fill the GPU.
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 
+#include "attention/fwd_combine.hpp"
 #include "attention/fwd_sm90.hpp"
 #include "attention/fwd_sm90_config.hpp"
 #include "attention/problem.hpp"
 #include "core/cuda_utils.hpp"
 
 namespace deepwell::attention {
+namespace {
 
-Status forward_cuda(const Problem& p, const Context& ctx) {
-  constexpr std::string_view kOp = "attention_forward";
-  detail::DeviceGuard guard(p.device.index);
-  DW_TRY(guard.status());
-  DW_TRY(detail::require_sm90(kOp, p.device.index));
+constexpr std::string_view kOp = "attention_forward";
+
+// The compiled instance a problem runs on, with its tile's shape.
+struct Instance {
+  Status (*run)(const Problem&, const Context&, const SplitPlan&) = nullptr;
+  int block_m = 0, block_n = 0, ctas_per_sm = 1;
+};
+
+template <class Tile>
+Instance instance(Status (*run)(const Problem&, const Context&, const SplitPlan&)) {
+  return {run, Tile::kBlockM, Tile::kBlockN, Tile::kCtasPerSm};
+}
+
+Instance choose_instance(const Problem& p) {
+  using namespace sm90;
   const bool bf16 = p.dtype == DType::kBF16;
-  switch (sm90::head_dim_bucket(p.head_dim)) {
+  switch (head_dim_bucket(p.head_dim)) {
     case 64:
-      if (p.window_right >= 0 && p.seqlen_q <= sm90::kD64CausalShortTileMaxSeqlen &&
-          p.seqlen_k <= sm90::kD64CausalShortTileMaxSeqlen) {
-        return bf16 ? sm90::fwd_bf16_d64_causal_short(p, ctx)
-                    : sm90::fwd_f16_d64_causal_short(p, ctx);
+      if (p.seqlen_q <= kD64ShortTileMaxSeqlenQ ||
+          (p.window_right >= 0 && p.seqlen_q <= kD64CausalShortTileMaxSeqlen &&
+           p.seqlen_k <= kD64CausalShortTileMaxSeqlen)) {
+        return instance<FwdTileD64CausalShort>(bf16 ? fwd_bf16_d64_causal_short
+                                                    : fwd_f16_d64_causal_short);
       }
-      if (p.window_right >= 0 && p.seqlen_q <= sm90::kD64CausalTileMaxSeqlenQ) {
-        return bf16 ? sm90::fwd_bf16_d64_causal(p, ctx) : sm90::fwd_f16_d64_causal(p, ctx);
+      if (p.window_right >= 0 && p.seqlen_q <= kD64CausalTileMaxSeqlenQ) {
+        return instance<FwdTileD64Causal>(bf16 ? fwd_bf16_d64_causal : fwd_f16_d64_causal);
       }
-      return bf16 ? sm90::fwd_bf16_d64(p, ctx) : sm90::fwd_f16_d64(p, ctx);
-    case 128: return bf16 ? sm90::fwd_bf16_d128(p, ctx) : sm90::fwd_f16_d128(p, ctx);
+      return instance<FwdTile<64>>(bf16 ? fwd_bf16_d64 : fwd_f16_d64);
+    case 128: return instance<FwdTile<128>>(bf16 ? fwd_bf16_d128 : fwd_f16_d128);
     case 256:
-      if (p.seqlen_k >= (p.window_right >= 0 ? sm90::kD256CausalLongTileMinSeqlenK
-                                             : sm90::kD256LongTileMinSeqlenK)) {
-        return bf16 ? sm90::fwd_bf16_d256_long(p, ctx) : sm90::fwd_f16_d256_long(p, ctx);
+      if (p.seqlen_k >= (p.window_right >= 0 ? kD256CausalLongTileMinSeqlenK
+                                             : kD256LongTileMinSeqlenK)) {
+        return instance<FwdTileD256Long>(bf16 ? fwd_bf16_d256_long : fwd_f16_d256_long);
       }
-      return bf16 ? sm90::fwd_bf16_d256(p, ctx) : sm90::fwd_f16_d256(p, ctx);
-    default: break;
+      return instance<FwdTile<256>>(bf16 ? fwd_bf16_d256 : fwd_f16_d256);
+    default: return {};
   }
+}
+
+Status unsupported_head_dim(const Problem& p) {
   return Status(StatusCode::kNotSupported,
                 std::string(kOp) + ": head dim " + std::to_string(p.head_dim) +
                     " is not supported on CUDA (multiples of 8 up to 256)");
+}
+
+// Key ranges per tile (fwd_sm90_config.hpp, choose_splits); DEEPWELL_ATTN_SPLITS=<n> forces n
+// (tests: every path of the split kernels on small problems).
+int plan_splits(const Problem& p, const Instance& in, int sm_count) {
+  const int64_t m_blocks = (p.seqlen_q + in.block_m - 1) / in.block_m;
+  const int64_t key_blocks = (p.seqlen_k + in.block_n - 1) / in.block_n;
+  if (const char* env = std::getenv("DEEPWELL_ATTN_SPLITS")) {
+    const int forced = std::atoi(env);
+    if (forced >= 1) return std::min(forced, sm90::kMaxSplits);
+  }
+  return sm90::choose_splits(m_blocks * p.heads_q * p.batch,
+                             int64_t(sm_count) * in.ctas_per_sm, key_blocks);
+}
+
+}  // namespace
+
+Status forward_cuda(const Problem& p, const Context& ctx) {
+  detail::DeviceGuard guard(p.device.index);
+  DW_TRY(guard.status());
+  DW_TRY(detail::require_sm90(kOp, p.device.index));
+  const Instance in = choose_instance(p);
+  if (in.run == nullptr) return unsupported_head_dim(p);
+  const detail::DeviceInfo* info = nullptr;
+  DW_TRY(detail::device_info(p.device.index, &info));
+
+  // Split-KV needs scratch: the caller's workspace when large enough, else its allocator; with
+  // neither the call runs unsplit (slower when few tiles, same results within rounding).
+  int splits = plan_splits(p, in, info->sm_count);
+  SplitPlan plan;
+  if (splits > 1) {
+    const size_t bytes = split_workspace_bytes(p, splits);
+    void* ws = nullptr;
+    if (ctx.workspace != nullptr) {
+      if (ctx.workspace_size >= bytes) ws = ctx.workspace;
+    } else if (ctx.allocate_workspace != nullptr) {
+      ws = ctx.allocate_workspace(bytes, ctx.allocator_user);
+      if (ws == nullptr) {
+        return Status(StatusCode::kOutOfMemory,
+                      std::string(kOp) + ": the workspace allocator returned no memory (" +
+                          std::to_string(bytes) + " bytes asked for split-KV)");
+      }
+    }
+    if (ws != nullptr) plan = split_plan_in(p, splits, ws);
+  }
+  DW_TRY(in.run(p, ctx, plan));
+  if (plan.splits > 1) DW_TRY(combine_splits(p, plan, ctx.stream));
+  return Status::Ok();
+}
+
+Status forward_workspace_cuda(const Problem& p, size_t* bytes) {
+  *bytes = 0;
+  detail::DeviceGuard guard(p.device.index);
+  DW_TRY(guard.status());
+  DW_TRY(detail::require_sm90(kOp, p.device.index));
+  const Instance in = choose_instance(p);
+  if (in.run == nullptr) return unsupported_head_dim(p);
+  const detail::DeviceInfo* info = nullptr;
+  DW_TRY(detail::device_info(p.device.index, &info));
+  const int splits = plan_splits(p, in, info->sm_count);
+  if (splits > 1) *bytes = split_workspace_bytes(p, splits);
+  return Status::Ok();
 }
 
 }  // namespace deepwell::attention

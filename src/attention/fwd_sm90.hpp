@@ -3,23 +3,24 @@
 // them. This header needs no CUDA or CUTLASS includes, so the dispatcher stays plain C++.
 #pragma once
 
+#include "attention/fwd_combine.hpp"
 #include "attention/problem.hpp"
 
 namespace deepwell::attention::sm90 {
 
-Status fwd_bf16_d64(const Problem& p, const Context& ctx);
-Status fwd_bf16_d128(const Problem& p, const Context& ctx);
-Status fwd_bf16_d256(const Problem& p, const Context& ctx);
-Status fwd_f16_d64(const Problem& p, const Context& ctx);
-Status fwd_f16_d128(const Problem& p, const Context& ctx);
-Status fwd_f16_d256(const Problem& p, const Context& ctx);
+Status fwd_bf16_d64(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_bf16_d128(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_bf16_d256(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_f16_d64(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_f16_d128(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_f16_d256(const Problem& p, const Context& ctx, const SplitPlan& split);
 // Keys bounded on the right (causal, right window).
-Status fwd_bf16_d64_causal_short(const Problem& p, const Context& ctx);
-Status fwd_f16_d64_causal_short(const Problem& p, const Context& ctx);
-Status fwd_bf16_d64_causal(const Problem& p, const Context& ctx);
-Status fwd_f16_d64_causal(const Problem& p, const Context& ctx);
+Status fwd_bf16_d64_causal_short(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_f16_d64_causal_short(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_bf16_d64_causal(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_f16_d64_causal(const Problem& p, const Context& ctx, const SplitPlan& split);
 // d = 256 with long keys (80-key tiles).
-Status fwd_bf16_d256_long(const Problem& p, const Context& ctx);
-Status fwd_f16_d256_long(const Problem& p, const Context& ctx);
+Status fwd_bf16_d256_long(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_f16_d256_long(const Problem& p, const Context& ctx, const SplitPlan& split);
 
 }  // namespace deepwell::attention::sm90

@@ -49,6 +49,11 @@ constexpr long long kD64CausalTileMaxSeqlenQ = 1024;
 // -> 0.991-0.994, 2k 0.918-0.926 -> 0.993-0.994).
 struct FwdTileD64CausalShort : TilePolicy<64, 64, 3, 3> {};
 constexpr long long kD64CausalShortTileMaxSeqlen = 1408;
+// The same tile, whatever the mask, for at most 64 query rows (decoding steps): a 192- or 128-row
+// tile would compute 191 or 127 idle rows per query row, and d = 64 has so little memory traffic
+// per score that this work, not the K/V reads, would set the time (H100, split-KV, B=1 Sq=1
+// Sk=16k H=16: 36.7 us on the 192x128 tile against cuDNN's 27.8; perf-notes attention item 48).
+constexpr long long kD64ShortTileMaxSeqlenQ = 64;
 // Longer queries run the unmasked tile, FwdTile<64> (192x128, the conditional rescale and the
 // tree softmax), masked: since those two policies it beats the 192x96 tile that causal d = 64 ran
 // from session 8 to 26 (no spill, but a third more softmax steps per key; H100 A/B x cuDNN,
@@ -162,6 +167,24 @@ template <>
 constexpr bool kRescaleBeforePV<FwdTileD64Causal> = true;
 template <>
 constexpr bool kRescaleBeforePV<FwdTileD64CausalShort> = true;  // as measured (item 34)
+
+// Split-KV (fwd_combine.hpp): when a call's tiles fill less than 80 % of the GPU's CTA slots (a
+// decoding step: a few query rows against long keys, few heads), each tile's key blocks are cut
+// into ranges that run as separate units, as many as fill the slots, with at least
+// kMinKeyBlocksPerSplit blocks each and at most kMaxSplits ranges (the combine re-reads every
+// range's partial O, so very short ranges cost more than they spread).
+constexpr int kMaxSplits = 32;
+constexpr long long kMinKeyBlocksPerSplit = 4;
+constexpr int choose_splits(long long tiles, long long slots, long long key_blocks) {
+  if (tiles <= 0 || tiles * 5 >= slots * 4) return 1;
+  long long s = slots / tiles;
+  if (s > key_blocks / kMinKeyBlocksPerSplit) s = key_blocks / kMinKeyBlocksPerSplit;
+  if (s > kMaxSplits) s = kMaxSplits;
+  return s < 2 ? 1 : static_cast<int>(s);
+}
+static_assert(choose_splits(32, 132, 64) == 4 && choose_splits(106, 132, 64) == 1 &&
+              choose_splits(8, 132, 64) == 16 && choose_splits(1, 132, 4096) == 32 &&
+              choose_splits(32, 132, 7) == 1);
 
 // The bucket a head dimension runs on (0: not supported on CUDA).
 constexpr int head_dim_bucket(long long d) {

@@ -18,6 +18,14 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// The tile coordinate the epilogue takes is the output's (output_coord): its batch is the batch of
+// O's tensor, which with split-KV holds num_splits copies of the batches (varlen: the split).
+template <class Params>
+__device__ __forceinline__ TileCoord output_coord(Params const& p, TileCoord tc) {
+  tc.batch = p.cu_seqlens_q ? tc.split : tc.batch + tc.split * p.batch;
+  return tc;
+}
+
 template <class Traits>
 struct Epilogue {
   using T = Traits;
@@ -29,7 +37,8 @@ struct Epilogue {
   template <class Params>
   __device__ static Element* out_row(Params const& p, TileCoord const& tc, SeqInfo const& seq,
                                      int row) {
-    const int64_t batch_off = p.cu_seqlens_q ? 0 : int64_t(tc.batch) * p.o_batch_stride;
+    const int64_t batch_off =
+        int64_t(tc.batch) * (p.cu_seqlens_q ? p.o_split_stride : p.o_batch_stride);
     return static_cast<Element*>(p.out) + batch_off +
            int64_t(seq.q_offset + tile_row0<kBlockM>(seq, tc.m_block) + row) * p.o_row_stride +
            int64_t(tc.head) * p.o_head_stride;
@@ -38,7 +47,8 @@ struct Epilogue {
   template <class Params>
   __device__ static float* lse_at(Params const& p, TileCoord const& tc, SeqInfo const& seq,
                                   int row) {
-    const int64_t batch_off = p.cu_seqlens_q ? 0 : int64_t(tc.batch) * p.lse_batch_stride;
+    const int64_t batch_off =
+        int64_t(tc.batch) * (p.cu_seqlens_q ? p.lse_split_stride : p.lse_batch_stride);
     return p.lse + batch_off + int64_t(tc.head) * p.lse_head_stride +
            int64_t(seq.q_offset + tile_row0<kBlockM>(seq, tc.m_block) + row) * p.lse_row_stride;
   }
@@ -97,7 +107,7 @@ struct Epilogue {
         cutlass::arch::fence_view_async_shared();
         named_barrier_sync(kFirstBarrier + wg, 128);
         if (wg_thread == 0) {
-          Tensor mO = p.tma_o.get_tma_tensor(p.shape_q)(_, _, tc.head, tc.batch);
+          Tensor mO = p.tma_o.get_tma_tensor(p.shape_o)(_, _, tc.head, tc.batch);
           Tensor gO = local_tile(domain_offset(make_coord(row0, _0{}), mO),
                                  Shape<_64, Int<T::kOCols>>{}, make_coord(wg, pass));
           Tensor sOw = make_tensor(make_smem_ptr(o_buffer + wg * 64 * T::kOCols),

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "attention/fwd_combine.hpp"
 #include "attention/fwd_sm90_epilogue.cuh"
 #include "attention/fwd_sm90_mainloop.cuh"
 #include "attention/problem.hpp"
@@ -96,9 +97,10 @@ __global__ void __launch_bounds__(Traits::kNumThreads, Traits::kCtasPerSm)
       const SeqInfo seq = seq_info<kBlockM, kBlockN>(p, tc.batch);
       if (tile_row0<kBlockM>(seq, tc.m_block) >= seq.seqlen_q) continue;
       int n_lo, n_hi;
-      key_block_range<kBlockM, kBlockN>(p, seq, tc.m_block, &n_lo, &n_hi);
+      key_block_range<kBlockM, kBlockN>(p, seq, tc.m_block, tc.split, &n_lo, &n_hi);
+      const TileCoord out_tc = output_coord(p, tc);
       if (n_hi <= n_lo) {
-        Epilogue<T>::store_empty(p, tc, seq, thread_idx);
+        Epilogue<T>::store_empty(p, out_tc, seq, thread_idx);
         continue;
       }
       typename T::TiledMmaPV mma_pv;
@@ -109,9 +111,9 @@ __global__ void __launch_bounds__(Traits::kNumThreads, Traits::kCtasPerSm)
       uint64_t* q_empty = &ss.q_empty[q_tiles % T::kQStages];
       if constexpr (T::kSeparateO) {
         cutlass::arch::ClusterBarrier::arrive(q_empty);  // Q is no longer read
-        Epilogue<T>::store(p, ss, tc, seq, thread_idx, tOrO, lse);
+        Epilogue<T>::store(p, ss, out_tc, seq, thread_idx, tOrO, lse);
       } else {
-        Epilogue<T>::store(p, ss, tc, seq, thread_idx, tOrO, lse);
+        Epilogue<T>::store(p, ss, out_tc, seq, thread_idx, tOrO, lse);
         // The next tile's Q (TMA, async proxy) overwrites the O this thread just read, or that
         // this warpgroup's TMA store is reading.
         if (thread_idx % 128 == 0) Epilogue<T>::wait_store_read();
@@ -141,7 +143,7 @@ constexpr int kCausalGroupCtasPerHead = 4;
 constexpr int kCausalGroupMaxMBlocks = 32;
 
 template <class Element, int kHeadDim, class Tile>
-Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
+Status launch_fwd_sm90(const Problem& prob, const Context& ctx, const SplitPlan& split) {
   using T = FwdTraits<Element, kHeadDim, Tile>;
   constexpr std::string_view kOp = "attention_forward";
 
@@ -193,16 +195,10 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
                           take<0, 2>(typename T::SmemLayoutV{}),
                           Shape<Int<T::kBlockN>, Int<kHeadDim>>{}, _1{});
 
-  if (!varlen) {
-    auto mO = make_tensor(
-        make_gmem_ptr(static_cast<Element*>(prob.out)),
-        make_layout(make_shape(rows_q, d, static_cast<int>(prob.heads_q), batches),
-                    make_stride(tma_stride(prob.o_stride.row, rows_q), _1{},
-                                tma_stride(prob.o_stride.head, prob.heads_q),
-                                tma_stride(prob.o_stride.batch, batches))));
-    p.tma_o = make_tma_copy(SM90_TMA_STORE{}, mO, typename T::SmemLayoutOWarpGroup{},
-                            Shape<_64, Int<T::kOCols>>{}, _1{});
-  }
+  // Where O and the LSE go: the output, or with split-KV the partial buffers (fwd_combine.hpp),
+  // contiguous (splits, batches, rows_q, heads, d) and (splits, batches, heads, rows_q).
+  const int splits = std::max(1, split.splits);
+  p.num_splits = splits;
   p.out = prob.out;
   p.o_batch_stride = prob.o_stride.batch;
   p.o_row_stride = prob.o_stride.row;
@@ -211,6 +207,30 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
   p.lse_batch_stride = prob.lse_batch_stride;
   p.lse_row_stride = prob.lse_row_stride;
   p.lse_head_stride = prob.lse_head_stride;
+  if (splits > 1) {
+    p.out = split.o_part;
+    p.o_head_stride = d;
+    p.o_row_stride = int64_t(prob.heads_q) * d;
+    p.o_batch_stride = int64_t(rows_q) * p.o_row_stride;
+    p.o_split_stride = int64_t(batches) * p.o_batch_stride;
+    p.lse = split.lse_part;
+    p.lse_row_stride = 1;
+    p.lse_head_stride = rows_q;
+    p.lse_batch_stride = int64_t(prob.heads_q) * rows_q;
+    p.lse_split_stride = int64_t(batches) * p.lse_batch_stride;
+  }
+  p.shape_o = make_shape(rows_q, d, static_cast<int>(prob.heads_q), batches * splits);
+  if (!varlen) {
+    auto mO = make_tensor(
+        make_gmem_ptr(static_cast<Element*>(p.out)),
+        make_layout(make_shape(rows_q, d, static_cast<int>(prob.heads_q), batches * splits),
+                    make_stride(tma_stride(p.o_row_stride, rows_q), _1{},
+                                tma_stride(p.o_head_stride, prob.heads_q),
+                                tma_stride(splits > 1 ? p.o_batch_stride : prob.o_stride.batch,
+                                           batches * splits))));
+    p.tma_o = make_tma_copy(SM90_TMA_STORE{}, mO, typename T::SmemLayoutOWarpGroup{},
+                            Shape<_64, Int<T::kOCols>>{}, _1{});
+  }
   p.batch = static_cast<int>(prob.batch);
   p.heads = static_cast<int>(prob.heads_q);
   p.heads_kv_group = static_cast<int>(prob.group());
@@ -226,7 +246,7 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
   p.window_left = prob.window_left < 0 ? -1 : static_cast<int>(std::min<int64_t>(prob.window_left, INT32_MAX / 2));
   p.window_right = prob.window_right < 0 ? -1 : static_cast<int>(std::min<int64_t>(prob.window_right, INT32_MAX / 2));
   p.num_m_blocks = static_cast<int>((prob.seqlen_q + T::kBlockM - 1) / T::kBlockM);
-  const int64_t tiles = int64_t(p.num_m_blocks) * p.heads * p.batch;
+  const int64_t tiles = int64_t(p.num_m_blocks) * p.heads * p.batch * splits;
   if (tiles >= (int64_t{1} << 31)) {
     return Status(StatusCode::kNotSupported, std::string(kOp) + ": too many tiles for one launch");
   }
@@ -274,7 +294,7 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx) {
 // Defines the entry point of one (dtype, head-dim bucket, tile) instance.
 #define DEEPWELL_ATTENTION_FWD_SM90_INSTANCE(name, Element, kHeadDim, Tile)             \
   namespace deepwell::attention::sm90 {                                                 \
-  Status name(const Problem& p, const Context& ctx) {                                   \
-    return launch_fwd_sm90<Element, kHeadDim, Tile>(p, ctx);                            \
+  Status name(const Problem& p, const Context& ctx, const SplitPlan& split) {            \
+    return launch_fwd_sm90<Element, kHeadDim, Tile>(p, ctx, split);                     \
   }                                                                                     \
   }

@@ -22,6 +22,7 @@ namespace deepwell::attention::sm90 {
 
 struct TileCoord {
   int m_block, head, batch;
+  int split;  // split-KV: which range of the tile's key blocks (0 without)
 };
 
 // The tile index of this CTA's round r (>= num_tiles: no more work).
@@ -32,6 +33,13 @@ __device__ __forceinline__ int tile_of_round(int round) {
 
 template <class Params>
 __device__ __forceinline__ TileCoord tile_coord(Params const& p, int tile) {
+  // Split-KV: the splits of a tile are consecutive units (CTAs running together read different
+  // key ranges of one head).
+  int split = 0;
+  if (p.num_splits > 1) {
+    split = tile % p.num_splits;
+    tile /= p.num_splits;
+  }
   const int bh_count = p.heads * p.batch;
   int m_block, bh;
   if (p.longest_first) {
@@ -45,7 +53,7 @@ __device__ __forceinline__ TileCoord tile_coord(Params const& p, int tile) {
     bh = tile / p.num_m_blocks;
     m_block = tile % p.num_m_blocks;
   }
-  return {m_block, bh % p.heads, bh / p.heads};
+  return {m_block, bh % p.heads, bh / p.heads, split};
 }
 
 // Where sequence `batch` lives: its first packed row (0 for fixed-length) and its length, for q and
@@ -96,10 +104,12 @@ __device__ __forceinline__ int tile_row_end(SeqInfo const& s, int m_block) {
 }
 
 // The key blocks [lo, hi) that the rows tile m_block stores can see (FlashAttention's
-// bottom-right aligned causal/window rule). hi <= lo means none of them sees any key.
+// bottom-right aligned causal/window rule), and of those, split-KV's range `split` of
+// num_splits (ceil(blocks / num_splits) blocks each, the last ones shorter or empty). hi <= lo
+// means none.
 template <int kBlockM, int kBlockN, class Params>
 __device__ __forceinline__ void key_block_range(Params const& p, SeqInfo const& s, int m_block,
-                                                int* lo, int* hi) {
+                                                int split, int* lo, int* hi) {
   const int m0 = tile_row0<kBlockM>(s, m_block);
   const int m_last = tile_row_end<kBlockM>(s, m_block) - 1;  // the last row the tile stores
   const int shift = s.seqlen_k - s.seqlen_q;  // diagonal of row i is key i + shift
@@ -109,6 +119,11 @@ __device__ __forceinline__ void key_block_range(Params const& p, SeqInfo const& 
   if (p.window_left >= 0) key_lo = max(0, m0 + shift - p.window_left);
   *lo = key_lo / kBlockN;
   *hi = key_hi <= key_lo ? *lo : (key_hi + kBlockN - 1) / kBlockN;
+  if (p.num_splits > 1) {
+    const int per_split = (*hi - *lo + p.num_splits - 1) / p.num_splits;
+    *lo += split * per_split;
+    *hi = min(*hi, *lo + per_split);
+  }
 }
 
 // A tile with work: its coordinates, sequence and key blocks [n_lo, n_hi).
@@ -126,7 +141,7 @@ __device__ __forceinline__ bool next_work(Params const& p, int& round, TileWork&
     w.tc = tile_coord(p, t);
     w.seq = seq_info<kBlockM, kBlockN>(p, w.tc.batch);
     if (tile_row0<kBlockM>(w.seq, w.tc.m_block) >= w.seq.seqlen_q) continue;
-    key_block_range<kBlockM, kBlockN>(p, w.seq, w.tc.m_block, &w.n_lo, &w.n_hi);
+    key_block_range<kBlockM, kBlockN>(p, w.seq, w.tc.m_block, w.tc.split, &w.n_lo, &w.n_hi);
     if (w.n_hi > w.n_lo) return true;
   }
   return false;

@@ -167,6 +167,7 @@ struct FwdParams {
   typename Traits::TmaKV tma_k, tma_v;
   typename Traits::TmaO tma_o;  // unused for varlen (cu_seqlens_q set)
   typename Traits::GmemShape shape_q, shape_k;  // (rows, d, heads, batch) as given to the TMAs
+  typename Traits::GmemShape shape_o;  // O's: shape_q, or (rows, d, heads, batch x splits)
 
   void* out = nullptr;
   int64_t o_batch_stride = 0, o_row_stride = 0, o_head_stride = 0;
@@ -190,6 +191,12 @@ struct FwdParams {
   int group_bh = 1;            // ...within groups of this many (batch, head) pairs
   bool pad_front = false;      // the partial m-block first (SeqInfo::q_pad): right-bounded masks
   bool pingpong = true;  // consumer warpgroups take turns (use_pingpong, fwd_sm90_config.hpp)
+
+  // Split-KV (num_splits > 1): each tile's key blocks are cut into num_splits ranges, each its own
+  // work unit, whose O (normalized over its keys) and LSE go to `out` / `lse`, the partial
+  // buffers, at split * o_split_stride / lse_split_stride (fwd_combine.cu merges them).
+  int num_splits = 1;
+  int64_t o_split_stride = 0, lse_split_stride = 0;
 };
 
 }  // namespace deepwell::attention::sm90

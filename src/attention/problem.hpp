@@ -71,5 +71,7 @@ Status backward_cpu(const BackwardProblem& p);
 
 // GPU implementations (src/attention/*_sm90.cu); kNotSupported when the build has no CUDA.
 Status forward_cuda(const Problem& p, const Context& ctx);
+// Scratch bytes forward_cuda can use for p (split-KV's partial buffers; 0 when it would not split).
+Status forward_workspace_cuda(const Problem& p, size_t* bytes);
 
 }  // namespace deepwell::attention

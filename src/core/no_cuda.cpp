@@ -16,6 +16,9 @@ Status no_cuda(const char* op) {
 }  // namespace
 
 Status attention::forward_cuda(const Problem&, const Context&) { return no_cuda("attention_forward"); }
+Status attention::forward_workspace_cuda(const Problem&, size_t*) {
+  return no_cuda("attention_forward_workspace_size");
+}
 Status matmul::gemm_cuda(const Problem&, const Context&) { return no_cuda("gemm"); }
 Status set_gemm_plan_override(std::string_view spec) {
   return spec.empty() ? Status::Ok() : no_cuda("set_gemm_plan_override");
