@@ -47,6 +47,19 @@ TEST(AttentionValidation, ValidCallSucceeds) {
   EXPECT_TRUE(s.ok()) << s.message();
 }
 
+TEST(AttentionValidation, WorkspaceSize) {
+  Fixture f;
+  size_t bytes = 123;
+  Status s = attention_forward_workspace_size(f.a, &bytes);
+  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(bytes, 0u);  // CPU: no scratch
+  expect_error(attention_forward_workspace_size(f.a, nullptr), StatusCode::kInvalidArgument,
+               "bytes", "pointer");
+  f.a.q.ndim = 2;  // the size query validates like the call
+  expect_error(attention_forward_workspace_size(f.a, &bytes), StatusCode::kInvalidArgument, "q",
+               "4-D tensor");
+}
+
 TEST(AttentionValidation, BadRank) {
   Fixture f;
   f.a.q.ndim = 2;

@@ -345,3 +345,78 @@ def test_pingpong_threshold(sq_sk, max_grid, monkeypatch, seed):
             assert torch.equal(a, b), "not bitwise repeatable"
             check(q, k, v, causal=True)
             check(q, k, v, window=(100, 3))
+
+
+SPLIT_SHAPES = [  # (B, Sq, Sk, Hq, Hkv, D): decoding steps and short query blocks on long keys
+    (2, 1, 3000, 8, 2, 128),
+    (1, 17, 1000, 4, 4, 64),
+    (3, 130, 700, 2, 1, 256),
+    (1, 1, 4097, 4, 1, 64),
+    (2, 64, 2500, 2, 2, 256),
+]
+
+
+@pytest.mark.parametrize("splits", [2, 3, 7])
+@pytest.mark.parametrize("shape", SPLIT_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_split_kv_forced(shape, splits, monkeypatch, seed):
+    """Split-KV (fwd_combine.hpp) forced on: every tile's keys in `splits` ranges, some of them
+    empty (7 ranges of few key blocks, causal diagonals, windows), merged by the combine kernel;
+    poisoned outputs, LSE, both dtypes, GQA, bitwise repeatable."""
+    monkeypatch.setenv("DEEPWELL_ATTN_SPLITS", str(splits))
+    B, Sq, Sk, Hq, Hkv, D = shape
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    for dtype in (torch.bfloat16, torch.float16):
+        q = rand((B, Sq, Hq, D), dtype, g)
+        k, v = rand((B, Sk, Hkv, D), dtype, g), rand((B, Sk, Hkv, D), dtype, g)
+        check(q, k, v)
+        check(q, k, v, causal=True)
+        check(q, k, v, window=(200, 0))
+        a, b = deepwell.attention(q, k, v), deepwell.attention(q, k, v)
+        assert torch.equal(a, b), "not bitwise repeatable"
+
+
+def test_split_kv_varlen_and_empty_rows(monkeypatch, seed):
+    """Split ranges of sequences with no keys, rows that see no key at all (lse -inf, O 0) and
+    ranges that only some rows see."""
+    monkeypatch.setenv("DEEPWELL_ATTN_SPLITS", "4")
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    lens_q = [5, 0, 300, 1, 129, 0, 64]
+    lens_k = [900, 3, 0, 1, 400, 0, 640]
+    cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device="cuda")
+    cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device="cuda")
+    for D in (64, 128, 256):
+        q = rand((sum(lens_q), 4, D), torch.bfloat16, g)
+        k = rand((sum(lens_k), 2, D), torch.bfloat16, g)
+        v = rand((sum(lens_k), 2, D), torch.bfloat16, g)
+        for kw in ({}, {"causal": True}, {"window": (20, 10)}):
+            check(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=max(lens_q),
+                  max_seqlen_k=max(lens_k), **kw)
+    q = rand((2, 1200, 2, 128), torch.bfloat16, g)
+    k, v = rand((2, 900, 2, 128), torch.bfloat16, g), rand((2, 900, 2, 128), torch.bfloat16, g)
+    out, lse = check(q, k, v, causal=True)  # rows 0..299 see no key
+    assert (out[:, :300] == 0).all() and torch.isinf(lse[:, :, :300]).all()
+
+
+def test_split_kv_chosen_for_decoding(seed):
+    """The default plan splits a decoding step (8 (batch, head) tiles on long keys); also with
+    strided views, on a side stream and captured in a CUDA graph (the partial buffers come from
+    torch's caching allocator)."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = rand((2, 1, 4, 128), torch.bfloat16, g)
+    kv = rand((2, 8192, 2, 2, 128), torch.bfloat16, g)  # k and v interleaved: strided views
+    k, v = kv[:, :, 0], kv[:, :, 1]
+    expected, _ = check(q, k, v)
+    check(q, k, v, causal=True)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        on_side = deepwell.attention(q, k, v)
+    torch.cuda.current_stream().wait_stream(s)
+    assert torch.equal(on_side, expected)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = deepwell.attention(q, k, v)
+    q.copy_(rand(q.shape, q.dtype, g))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(captured, deepwell.attention(q, k, v))
