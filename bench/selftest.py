@@ -23,7 +23,8 @@ import common  # noqa: E402
 import refs  # noqa: E402
 import report  # noqa: E402
 import timing  # noqa: E402
-from suites import attention_fa3_sweep, attention_small, gemm_bf16, gemm_fp8  # noqa: E402
+from suites import (attention_decode, attention_fa3_sweep, attention_small, gemm_bf16,  # noqa: E402
+                    gemm_fp8)
 
 
 def fake_attention(q, k, v, causal=False):
@@ -60,6 +61,7 @@ def check_suites():
     cases = [(attention_fa3_sweep, {"d": 64, "causal": True, "S": 128, "B": 2, "H": 2,
                                     "device": "cpu", "flex": False}),
              (attention_small, {"B": 1, "H": 2, "S": 64, "d": 64, "device": "cpu"}),
+             (attention_decode, {"B": 1, "Sq": 1, "Sk": 64, "H": 2, "d": 64, "device": "cpu"}),
              (gemm_bf16, {"shape": "t", "op": "bias+gelu_tanh", "M": 64, "N": 128, "K": 256,
                           "device": "cpu"}),
              (gemm_fp8, {"M": 128, "N": 256, "K": 256, "device": "cpu"})]
