@@ -21,6 +21,9 @@ namespace deepwell::attention {
 // Partial buffers of a split launch: O_part (splits, batches, rows, heads, head_dim) in the output
 // dtype and LSE_part (splits, batches, heads, rows) fp32, contiguous; batches = 1 and rows =
 // total_q for varlen, else batch and seqlen_q.
+// The combine kernel keeps one split per lane of a warp.
+constexpr int kMaxCombineSplits = 32;
+
 struct SplitPlan {
   int splits = 1;
   void* o_part = nullptr;

@@ -14,16 +14,17 @@ namespace deepwell::attention {
 namespace {
 
 constexpr std::string_view kOp = "attention_forward";
+static_assert(sm90::kMaxSplits <= kMaxCombineSplits, "the combine kernel's split limit");
 
 // The compiled instance a problem runs on, with its tile's shape.
 struct Instance {
   Status (*run)(const Problem&, const Context&, const SplitPlan&) = nullptr;
-  int block_m = 0, block_n = 0, ctas_per_sm = 1;
+  int block_m = 0, block_n = 0;
 };
 
 template <class Tile>
 Instance instance(Status (*run)(const Problem&, const Context&, const SplitPlan&)) {
-  return {run, Tile::kBlockM, Tile::kBlockN, Tile::kCtasPerSm};
+  return {run, Tile::kBlockM, Tile::kBlockN};
 }
 
 Instance choose_instance(const Problem& p) {
@@ -67,8 +68,7 @@ int plan_splits(const Problem& p, const Instance& in, int sm_count) {
     const int forced = std::atoi(env);
     if (forced >= 1) return std::min(forced, sm90::kMaxSplits);
   }
-  return sm90::choose_splits(m_blocks * p.heads_q * p.batch,
-                             int64_t(sm_count) * in.ctas_per_sm, key_blocks);
+  return sm90::choose_splits(m_blocks * p.heads_q * p.batch, sm_count, key_blocks);
 }
 
 }  // namespace
