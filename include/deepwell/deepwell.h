@@ -97,9 +97,19 @@ typedef struct dw_attention_fwd_args {
   int32_t causal;              /* bottom-right aligned when Sq != Sk */
   int64_t window_left;         /* < 0: unbounded */
   int64_t window_right;        /* < 0: unbounded */
+  /* Appended later (callers passing the older, shorter struct_size get none): scratch memory on
+   * the tensors' device, 256-byte aligned, of dw_attention_fwd_workspace_size() bytes, with which
+   * a call with too few query tiles to fill the GPU (decoding) splits its keys (split-KV); without
+   * it such a call runs unsplit (same results within rounding, slower). */
+  void* workspace;
+  size_t workspace_size;
 } dw_attention_fwd_args;
 
 DW_API dw_status dw_attention_fwd(const dw_attention_fwd_args* args, void* stream);
+/* Workspace bytes dw_attention_fwd can use (0 on CPU, and when it would not split); see
+ * deepwell::attention_forward_workspace_size. */
+DW_API dw_status dw_attention_fwd_workspace_size(const dw_attention_fwd_args* args,
+                                                 size_t* bytes);
 
 typedef struct dw_attention_bwd_args {
   size_t struct_size;          /* sizeof(dw_attention_bwd_args) */

@@ -90,30 +90,56 @@ int32_t dw_abi_version(void) { return DW_ABI_VERSION; }
 int32_t dw_built_with_cuda(void) { return deepwell::built_with_cuda() ? 1 : 0; }
 const char* dw_last_error(void) { return g_last_error.c_str(); }
 
+// AttentionForwardArgs from a dw_attention_fwd_args (views in *views), and the Context's workspace
+// fields: dw_attention_fwd_args grew them in 0.3, older callers pass the shorter struct_size.
+struct AttentionFwdViews {
+  TensorView lse, cuq, cuk, bias;
+};
+Status attention_fwd_args(const char* op, const dw_attention_fwd_args* a,
+                          deepwell::AttentionForwardArgs* args, AttentionFwdViews* v,
+                          deepwell::Context* ctx, void* stream) {
+  DW_TRY(check_struct(op, a, a ? a->struct_size : 0, offsetof(dw_attention_fwd_args, workspace)));
+  bool has_lse, has_cuq, has_cuk, has_bias, present;
+  DW_TRY(to_view(op, "q", a->q, true, &args->q, &present));
+  DW_TRY(to_view(op, "k", a->k, true, &args->k, &present));
+  DW_TRY(to_view(op, "v", a->v, true, &args->v, &present));
+  DW_TRY(to_view(op, "out", a->out, true, &args->out, &present));
+  DW_TRY(to_view(op, "lse", a->lse, false, &v->lse, &has_lse));
+  DW_TRY(to_view(op, "cu_seqlens_q", a->cu_seqlens_q, false, &v->cuq, &has_cuq));
+  DW_TRY(to_view(op, "cu_seqlens_k", a->cu_seqlens_k, false, &v->cuk, &has_cuk));
+  DW_TRY(to_view(op, "bias", a->bias, false, &v->bias, &has_bias));
+  args->lse = has_lse ? &v->lse : nullptr;
+  args->cu_seqlens_q = has_cuq ? &v->cuq : nullptr;
+  args->cu_seqlens_k = has_cuk ? &v->cuk : nullptr;
+  args->bias = has_bias ? &v->bias : nullptr;
+  args->max_seqlen_q = a->max_seqlen_q;
+  args->max_seqlen_k = a->max_seqlen_k;
+  args->softmax_scale = a->softmax_scale > 0.0f ? a->softmax_scale : NAN;
+  args->mask = {a->causal != 0, a->window_left, a->window_right};
+  *ctx = {stream, nullptr, 0};
+  if (a->struct_size >= sizeof(dw_attention_fwd_args)) {
+    *ctx = {stream, a->workspace, a->workspace_size};
+  }
+  return Status::Ok();
+}
+
 dw_status dw_attention_fwd(const dw_attention_fwd_args* a, void* stream) {
   return guarded([&]() -> Status {
-    const char* op = "attention_forward";
-    DW_TRY(check_struct(op, a, a ? a->struct_size : 0, sizeof(dw_attention_fwd_args)));
     deepwell::AttentionForwardArgs args;
-    TensorView lse, cuq, cuk, bias;
-    bool has_lse, has_cuq, has_cuk, has_bias, present;
-    DW_TRY(to_view(op, "q", a->q, true, &args.q, &present));
-    DW_TRY(to_view(op, "k", a->k, true, &args.k, &present));
-    DW_TRY(to_view(op, "v", a->v, true, &args.v, &present));
-    DW_TRY(to_view(op, "out", a->out, true, &args.out, &present));
-    DW_TRY(to_view(op, "lse", a->lse, false, &lse, &has_lse));
-    DW_TRY(to_view(op, "cu_seqlens_q", a->cu_seqlens_q, false, &cuq, &has_cuq));
-    DW_TRY(to_view(op, "cu_seqlens_k", a->cu_seqlens_k, false, &cuk, &has_cuk));
-    DW_TRY(to_view(op, "bias", a->bias, false, &bias, &has_bias));
-    args.lse = has_lse ? &lse : nullptr;
-    args.cu_seqlens_q = has_cuq ? &cuq : nullptr;
-    args.cu_seqlens_k = has_cuk ? &cuk : nullptr;
-    args.bias = has_bias ? &bias : nullptr;
-    args.max_seqlen_q = a->max_seqlen_q;
-    args.max_seqlen_k = a->max_seqlen_k;
-    args.softmax_scale = a->softmax_scale > 0.0f ? a->softmax_scale : NAN;
-    args.mask = {a->causal != 0, a->window_left, a->window_right};
-    return deepwell::attention_forward(args, {stream, nullptr, 0});
+    AttentionFwdViews v;
+    deepwell::Context ctx;
+    DW_TRY(attention_fwd_args("attention_forward", a, &args, &v, &ctx, stream));
+    return deepwell::attention_forward(args, ctx);
+  });
+}
+
+dw_status dw_attention_fwd_workspace_size(const dw_attention_fwd_args* a, size_t* bytes) {
+  return guarded([&]() -> Status {
+    deepwell::AttentionForwardArgs args;
+    AttentionFwdViews v;
+    deepwell::Context ctx;
+    DW_TRY(attention_fwd_args("attention_forward_workspace_size", a, &args, &v, &ctx, nullptr));
+    return deepwell::attention_forward_workspace_size(args, bytes);
   });
 }
 

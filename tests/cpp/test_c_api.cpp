@@ -1,4 +1,5 @@
 // The C ABI: versioning, error reporting, descriptors, and the seed-style fmha entry point.
+#include <cstddef>
 #include <thread>
 
 #include "deepwell/deepwell.h"
@@ -44,6 +45,30 @@ TEST(CApi, MissingRequiredTensor) {
   EXPECT_EQ(dw_attention_fwd(&a, nullptr), DW_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(std::string(dw_last_error()).find("argument 'q': expected a tensor descriptor, got NULL"),
             std::string::npos) << dw_last_error();
+}
+
+TEST(CApi, AttentionWorkspaceFieldsAreOptional) {
+  // A CPU call (no scratch) through the full struct, the size query, and the pre-workspace struct.
+  float q[1 * 3 * 2 * 8], o[1 * 3 * 2 * 8];
+  for (int i = 0; i < 48; ++i) q[i] = 0.01f * static_cast<float>(i);
+  int64_t shape[4] = {1, 3, 2, 8};
+  dw_tensor tq{q, shape, nullptr, 4, DW_DTYPE_F32, DW_DEVICE_CPU, 0};
+  dw_tensor to{o, shape, nullptr, 4, DW_DTYPE_F32, DW_DEVICE_CPU, 0};
+  dw_attention_fwd_args a{};
+  a.struct_size = sizeof a;
+  a.q = a.k = a.v = &tq;
+  a.out = &to;
+  a.max_seqlen_q = a.max_seqlen_k = a.window_left = a.window_right = -1;
+  size_t bytes = 7;
+  ASSERT_EQ(dw_attention_fwd_workspace_size(&a, &bytes), DW_STATUS_OK) << dw_last_error();
+  EXPECT_EQ(bytes, 0u);
+  EXPECT_EQ(dw_attention_fwd_workspace_size(&a, nullptr), DW_STATUS_INVALID_ARGUMENT);
+  ASSERT_EQ(dw_attention_fwd(&a, nullptr), DW_STATUS_OK) << dw_last_error();
+  a.struct_size = offsetof(dw_attention_fwd_args, workspace);
+  a.workspace = reinterpret_cast<void*>(0x1);  // past the caller's struct_size: never read
+  EXPECT_EQ(dw_attention_fwd(&a, nullptr), DW_STATUS_OK) << dw_last_error();
+  a.struct_size = offsetof(dw_attention_fwd_args, workspace) - 1;
+  EXPECT_EQ(dw_attention_fwd(&a, nullptr), DW_STATUS_INVALID_ARGUMENT);
 }
 
 TEST(CApi, BadDescriptorFields) {
