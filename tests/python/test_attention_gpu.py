@@ -420,3 +420,27 @@ def test_split_kv_chosen_for_decoding(seed):
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(captured, deepwell.attention(q, k, v))
+
+
+@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("hq_hkv", [(8, 4), (32, 8), (16, 2), (32, 1)])
+def test_gqa_decoding_packed(hq_hkv, D, seed):
+    """One query row with GQA / MQA runs packed (fwd_dispatch.cpp packed_for_decoding: a group's
+    query heads as one tile's rows, out and lse through the same view): causal and not, q, out and
+    lse with non-unit head strides, both dtypes; a left window runs unpacked."""
+    Hq, Hkv = hq_hkv
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    for dtype in (torch.bfloat16, torch.float16):
+        for B, Sk in ((1, 4000), (3, 777)):
+            q = rand((B, 1, 2 * Hq, D), dtype, g)[:, :, ::2]  # head stride 2 D
+            k, v = rand((B, Sk, Hkv, D), dtype, g), rand((B, Sk, Hkv, D), dtype, g)
+            check(q, k, v)
+            check(q, k, v, causal=True)
+            check(q, k, v, window=(300, 0))
+            out = torch.full((B, 1, 2 * Hq, D), float("nan"), device="cuda", dtype=dtype)
+            lse = torch.full((B, 2 * Hq, 1), float("nan"), device="cuda", dtype=torch.float32)
+            deepwell.ops.forward_into(q, k, v, out[:, :, 1::2], lse[:, 1::2])
+            ref_out, ref_lse = dense(q, k, v)
+            assert rel_l2(out[:, :, 1::2], ref_out) <= TOL[dtype]
+            assert rel_l2(lse[:, 1::2], ref_lse) <= LSE_TOL
+            assert torch.isnan(out[:, :, ::2]).all() and torch.isnan(lse[:, ::2]).all()
