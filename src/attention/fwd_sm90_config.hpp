@@ -173,9 +173,12 @@ constexpr bool kRescaleBeforePV<FwdTileD64CausalShort> = true;  // as measured (
 // ranges that run as separate units, one unit per SM (also for the tiles that run three CTAs
 // per SM: such a call is bound by K/V reads, and each range more costs the combine a read; H200,
 // B=1 Sq=1 Sk=16k H=16 d=64: 8 ranges 23.8 us, 24 ranges 25.3, 4 ranges 37.3), with at least
-// kMinKeyBlocksPerSplit blocks each and at most kMaxSplits ranges.
+// kMinKeyBlocksPerSplit blocks each (short keys: more units beat longer ones down to one block,
+// H100, packed GQA B=1 Hq=32 Hkv=8 d=128: Sk=2k 4 / 8 / 16 ranges 15.3 / 12.9 / 12.4 us, 4k 8 / 16
+// 16.1 / 14.9; two blocks keep the small prefill calls of attention_small unsplit) and at most
+// kMaxSplits ranges.
 constexpr int kMaxSplits = 32;
-constexpr long long kMinKeyBlocksPerSplit = 4;
+constexpr long long kMinKeyBlocksPerSplit = 2;
 constexpr int choose_splits(long long tiles, long long sms, long long key_blocks) {
   if (tiles <= 0 || tiles * 5 >= sms * 4) return 1;
   long long s = sms / tiles;
@@ -185,7 +188,7 @@ constexpr int choose_splits(long long tiles, long long sms, long long key_blocks
 }
 static_assert(choose_splits(32, 132, 64) == 4 && choose_splits(106, 132, 64) == 1 &&
               choose_splits(8, 132, 64) == 16 && choose_splits(1, 132, 4096) == 32 &&
-              choose_splits(32, 132, 7) == 1);
+              choose_splits(8, 132, 16) == 8 && choose_splits(32, 132, 3) == 1);
 
 // The bucket a head dimension runs on (0: not supported on CUDA).
 constexpr int head_dim_bucket(long long d) {
