@@ -184,7 +184,8 @@ struct AttnRun {
     return o;
   }
 
-  void check_forward() {
+  // out_tol: the output's relative L2 bound, when not the dtype's (output_tolerance).
+  void check_forward(double out_tol = 0.0) {
     SCOPED_TRACE("seed " + std::to_string(test_seed()));
     ASSERT_TRUE(forward().ok()) << forward().message();
     Oracle o = oracle();
@@ -203,7 +204,7 @@ struct AttnRun {
     ErrorStats el = compare(got_lse.size(), [&](int64_t i) { return got_lse[i]; }, o.lse);
     EXPECT_EQ(eo.nonfinite, 0) << "unwritten or non-finite outputs";
     EXPECT_EQ(el.nonfinite, 0) << "unwritten or wrong -inf in lse";
-    EXPECT_LE(eo.rel_l2, output_tolerance(c.dtype));
+    EXPECT_LE(eo.rel_l2, out_tol > 0.0 ? out_tol : output_tolerance(c.dtype));
     EXPECT_LE(el.rel_l2, 1e-5);
   }
 };
@@ -278,7 +279,11 @@ TEST(AttentionReference, StridedBhsdLayout) {
 TEST(AttentionReference, LargeMagnitudeInputs) {
   Case c = make(DType::kF32, 1, 2, 2, 33, 47, 32);
   c.magnitude = 1e3;  // peaked softmax: exercises the max subtraction
-  AttnRun(c).check_forward();
+  // Scores reach ~1e6, where an f32 ulp is 0.06-0.5, so two near-tied row maxima get weights
+  // that differ from the float64 oracle's by up to tens of percent: the f32 result is only as
+  // good as its scores' rounding. The dtype's 2e-5 held for most seeds and failed for
+  // DEEPWELL_TEST_SEED=13173156949118163550 (4.0e-3); the GPU test of the same inputs uses 1e-2.
+  AttnRun(c).check_forward(1e-2);
 }
 
 TEST(AttentionReference, BackwardMatchesFloat64) {
