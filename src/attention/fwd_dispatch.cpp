@@ -96,24 +96,40 @@ Problem packed_for_decoding(const Problem& p) {
   return packed;
 }
 
+// What a call runs: the problem as the kernels see it (packed_for_decoding), its instance and its
+// key ranges per tile. forward_cuda and forward_workspace_cuda both plan through here, so the size
+// query always matches the call. The caller holds a DeviceGuard for the problem's device.
+struct Plan {
+  Problem problem;
+  Instance instance;
+  int splits = 1;
+};
+
+Status plan_call(const Problem& problem, Plan* plan) {
+  DW_TRY(detail::require_sm90(kOp, problem.device.index));
+  plan->problem = packed_for_decoding(problem);
+  plan->instance = choose_instance(plan->problem);
+  if (plan->instance.run == nullptr) return unsupported_head_dim(problem);
+  const detail::DeviceInfo* info = nullptr;
+  DW_TRY(detail::device_info(problem.device.index, &info));
+  plan->splits = plan_splits(plan->problem, plan->instance, info->sm_count);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status forward_cuda(const Problem& problem, const Context& ctx) {
-  const Problem p = packed_for_decoding(problem);
-  detail::DeviceGuard guard(p.device.index);
+  detail::DeviceGuard guard(problem.device.index);
   DW_TRY(guard.status());
-  DW_TRY(detail::require_sm90(kOp, p.device.index));
-  const Instance in = choose_instance(p);
-  if (in.run == nullptr) return unsupported_head_dim(p);
-  const detail::DeviceInfo* info = nullptr;
-  DW_TRY(detail::device_info(p.device.index, &info));
+  Plan call;
+  DW_TRY(plan_call(problem, &call));
+  const Problem& p = call.problem;
 
   // Split-KV needs scratch: the caller's workspace when large enough, else its allocator; with
   // neither the call runs unsplit (slower when few tiles, same results within rounding).
-  int splits = plan_splits(p, in, info->sm_count);
   SplitPlan plan;
-  if (splits > 1) {
-    const size_t bytes = split_workspace_bytes(p, splits);
+  if (call.splits > 1) {
+    const size_t bytes = split_workspace_bytes(p, call.splits);
     void* ws = nullptr;
     if (ctx.workspace != nullptr) {
       if (ctx.workspace_size >= bytes) ws = ctx.workspace;
@@ -125,25 +141,20 @@ Status forward_cuda(const Problem& problem, const Context& ctx) {
                           std::to_string(bytes) + " bytes asked for split-KV)");
       }
     }
-    if (ws != nullptr) plan = split_plan_in(p, splits, ws);
+    if (ws != nullptr) plan = split_plan_in(p, call.splits, ws);
   }
-  DW_TRY(in.run(p, ctx, plan));
+  DW_TRY(call.instance.run(p, ctx, plan));
   if (plan.splits > 1) DW_TRY(combine_splits(p, plan, ctx.stream));
   return Status::Ok();
 }
 
 Status forward_workspace_cuda(const Problem& problem, size_t* bytes) {
   *bytes = 0;
-  const Problem p = packed_for_decoding(problem);
-  detail::DeviceGuard guard(p.device.index);
+  detail::DeviceGuard guard(problem.device.index);
   DW_TRY(guard.status());
-  DW_TRY(detail::require_sm90(kOp, p.device.index));
-  const Instance in = choose_instance(p);
-  if (in.run == nullptr) return unsupported_head_dim(p);
-  const detail::DeviceInfo* info = nullptr;
-  DW_TRY(detail::device_info(p.device.index, &info));
-  const int splits = plan_splits(p, in, info->sm_count);
-  if (splits > 1) *bytes = split_workspace_bytes(p, splits);
+  Plan call;
+  DW_TRY(plan_call(problem, &call));
+  if (call.splits > 1) *bytes = split_workspace_bytes(call.problem, call.splits);
   return Status::Ok();
 }
 
