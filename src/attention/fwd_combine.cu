@@ -127,31 +127,10 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
   }
 }
 
-struct PartShape {
-  int64_t batches, rows;
-};
-PartShape part_shape(const Problem& p) {
-  return p.varlen ? PartShape{1, p.total_q} : PartShape{p.batch, p.seqlen_q};
-}
-
 }  // namespace
 
-size_t split_workspace_bytes(const Problem& p, int splits) {
-  const PartShape s = part_shape(p);
-  const size_t rows = size_t(splits) * s.batches * s.rows * p.heads_q;
-  const size_t o_bytes = (rows * p.head_dim * 2 + 255) / 256 * 256;  // 16-bit outputs only
-  return o_bytes + rows * sizeof(float);
-}
-
-SplitPlan split_plan_in(const Problem& p, int splits, void* workspace) {
-  const PartShape s = part_shape(p);
-  const size_t rows = size_t(splits) * s.batches * s.rows * p.heads_q;
-  const size_t o_bytes = (rows * p.head_dim * 2 + 255) / 256 * 256;
-  return {splits, workspace, reinterpret_cast<float*>(static_cast<char*>(workspace) + o_bytes)};
-}
-
 Status combine_splits(const Problem& p, const SplitPlan& plan, void* stream) {
-  const PartShape s = part_shape(p);
+  const SplitLayout& s = plan.layout;
   CombineParams c{};
   c.o_part = plan.o_part;
   c.lse_part = plan.lse_part;
@@ -160,12 +139,12 @@ Status combine_splits(const Problem& p, const SplitPlan& plan, void* stream) {
   c.rows = static_cast<int>(s.rows);
   c.heads = static_cast<int>(p.heads_q);
   c.head_dim = static_cast<int>(p.head_dim);
-  c.po_row = p.heads_q * p.head_dim;
-  c.po_batch = s.rows * c.po_row;
-  c.po_split = s.batches * c.po_batch;
-  c.pl_head = s.rows;
-  c.pl_batch = p.heads_q * s.rows;
-  c.pl_split = s.batches * c.pl_batch;
+  c.po_row = s.o_row;
+  c.po_batch = s.o_batch;
+  c.po_split = s.o_split;
+  c.pl_head = s.l_head;
+  c.pl_batch = s.l_batch;
+  c.pl_split = s.l_split;
   c.out = p.out;
   c.o_batch = p.o_stride.batch;
   c.o_row = p.o_stride.row;

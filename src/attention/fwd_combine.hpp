@@ -18,22 +18,58 @@
 
 namespace deepwell::attention {
 
-// Partial buffers of a split launch: O_part (splits, batches, rows, heads, head_dim) in the output
-// dtype and LSE_part (splits, batches, heads, rows) fp32, contiguous; batches = 1 and rows =
-// total_q for varlen, else batch and seqlen_q.
 // The combine kernel keeps one split per lane of a warp.
 constexpr int kMaxCombineSplits = 32;
+
+// Partial buffers of a split launch, contiguous: O_part (splits, batches, rows, heads, head_dim)
+// in the output dtype, then at the next 256-byte boundary LSE_part (splits, batches, heads, rows)
+// fp32; batches = 1 and rows = total_q for varlen, else batch and seqlen_q. The one description
+// of that layout: the workspace size, the attention launcher (where the units write) and the
+// combine kernel (where it reads) all take it from here.
+struct SplitLayout {
+  int64_t batches = 0, rows = 0;
+  int64_t o_row = 0, o_batch = 0, o_split = 0;  // O_part strides in elements (head: head_dim)
+  int64_t l_head = 0, l_batch = 0, l_split = 0;  // LSE_part strides in elements (row: 1)
+  size_t o_bytes = 0;                            // O_part, rounded up to 256 bytes
+  size_t bytes = 0;                              // both buffers
+};
+
+inline SplitLayout split_layout(const Problem& p, int splits) {
+  SplitLayout l;
+  l.batches = p.varlen ? 1 : p.batch;
+  l.rows = p.varlen ? p.total_q : p.seqlen_q;
+  l.o_row = p.heads_q * p.head_dim;
+  l.o_batch = l.rows * l.o_row;
+  l.o_split = l.batches * l.o_batch;
+  l.l_head = l.rows;
+  l.l_batch = p.heads_q * l.rows;
+  l.l_split = l.batches * l.l_batch;
+  const size_t rows_all = size_t(splits) * size_t(l.batches) * size_t(l.rows) * size_t(p.heads_q);
+  l.o_bytes = (rows_all * size_t(p.head_dim) * 2 + 255) / 256 * 256;  // 16-bit outputs only
+  l.bytes = l.o_bytes + rows_all * sizeof(float);
+  return l;
+}
 
 struct SplitPlan {
   int splits = 1;
   void* o_part = nullptr;
   float* lse_part = nullptr;
+  SplitLayout layout;
 };
 
-// Bytes of the partial buffers for `splits` (O_part first, LSE_part at its 256-byte aligned end).
-size_t split_workspace_bytes(const Problem& p, int splits);
+// Bytes of the partial buffers for `splits`.
+inline size_t split_workspace_bytes(const Problem& p, int splits) {
+  return split_layout(p, splits).bytes;
+}
 // The plan's buffers carved out of `workspace` (split_workspace_bytes(p, splits) bytes).
-SplitPlan split_plan_in(const Problem& p, int splits, void* workspace);
+inline SplitPlan split_plan_in(const Problem& p, int splits, void* workspace) {
+  SplitPlan plan;
+  plan.splits = splits;
+  plan.layout = split_layout(p, splits);
+  plan.o_part = workspace;
+  plan.lse_part = reinterpret_cast<float*>(static_cast<char*>(workspace) + plan.layout.o_bytes);
+  return plan;
+}
 
 // Merges the partial buffers into p.out (and p.lse when given) on `stream`.
 Status combine_splits(const Problem& p, const SplitPlan& plan, void* stream);

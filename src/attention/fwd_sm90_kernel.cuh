@@ -195,8 +195,8 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx, const SplitPlan&
                           take<0, 2>(typename T::SmemLayoutV{}),
                           Shape<Int<T::kBlockN>, Int<kHeadDim>>{}, _1{});
 
-  // Where O and the LSE go: the output, or with split-KV the partial buffers (fwd_combine.hpp),
-  // contiguous (splits, batches, rows_q, heads, d) and (splits, batches, heads, rows_q).
+  // Where O and the LSE go: the output, or with split-KV the partial buffers (SplitLayout in
+  // fwd_combine.hpp).
   const int splits = std::max(1, split.splits);
   p.num_splits = splits;
   p.out = prob.out;
@@ -208,16 +208,17 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx, const SplitPlan&
   p.lse_row_stride = prob.lse_row_stride;
   p.lse_head_stride = prob.lse_head_stride;
   if (splits > 1) {
+    const SplitLayout& l = split.layout;
     p.out = split.o_part;
     p.o_head_stride = d;
-    p.o_row_stride = int64_t(prob.heads_q) * d;
-    p.o_batch_stride = int64_t(rows_q) * p.o_row_stride;
-    p.o_split_stride = int64_t(batches) * p.o_batch_stride;
+    p.o_row_stride = l.o_row;
+    p.o_batch_stride = l.o_batch;
+    p.o_split_stride = l.o_split;
     p.lse = split.lse_part;
     p.lse_row_stride = 1;
-    p.lse_head_stride = rows_q;
-    p.lse_batch_stride = int64_t(prob.heads_q) * rows_q;
-    p.lse_split_stride = int64_t(batches) * p.lse_batch_stride;
+    p.lse_head_stride = l.l_head;
+    p.lse_batch_stride = l.l_batch;
+    p.lse_split_stride = l.l_split;
   }
   p.shape_o = make_shape(rows_q, d, static_cast<int>(prob.heads_q), batches * splits);
   if (!varlen) {
@@ -226,8 +227,7 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx, const SplitPlan&
         make_layout(make_shape(rows_q, d, static_cast<int>(prob.heads_q), batches * splits),
                     make_stride(tma_stride(p.o_row_stride, rows_q), _1{},
                                 tma_stride(p.o_head_stride, prob.heads_q),
-                                tma_stride(splits > 1 ? p.o_batch_stride : prob.o_stride.batch,
-                                           batches * splits))));
+                                tma_stride(p.o_batch_stride, batches * splits))));
     p.tma_o = make_tma_copy(SM90_TMA_STORE{}, mO, typename T::SmemLayoutOWarpGroup{},
                             Shape<_64, Int<T::kOCols>>{}, _1{});
   }
