@@ -20,6 +20,10 @@ set(DEEPWELL_CUDA_SOURCES
   src/attention/fwd_sm90_inst_f16_d64_causal_short.cu
   src/attention/fwd_sm90_inst_bf16_d64_causal.cu
   src/attention/fwd_sm90_inst_f16_d64_causal.cu
+  src/attention/fwd_sm90_inst_bf16_d128_short.cu
+  src/attention/fwd_sm90_inst_f16_d128_short.cu
+  src/attention/fwd_sm90_inst_bf16_d256_short.cu
+  src/attention/fwd_sm90_inst_f16_d256_short.cu
   src/attention/fwd_sm90_inst_bf16_d256_long.cu
   src/attention/fwd_sm90_inst_f16_d256_long.cu
 

@@ -32,7 +32,7 @@ Instance choose_instance(const Problem& p) {
   const bool bf16 = p.dtype == DType::kBF16;
   switch (head_dim_bucket(p.head_dim)) {
     case 64:
-      if (p.seqlen_q <= kD64ShortTileMaxSeqlenQ ||
+      if (p.seqlen_q <= kShortQueryTileMaxSeqlenQ ||
           (p.window_right >= 0 && p.seqlen_q <= kD64CausalShortTileMaxSeqlen &&
            p.seqlen_k <= kD64CausalShortTileMaxSeqlen)) {
         return instance<FwdTileD64CausalShort>(bf16 ? fwd_bf16_d64_causal_short
@@ -42,8 +42,15 @@ Instance choose_instance(const Problem& p) {
         return instance<FwdTileD64Causal>(bf16 ? fwd_bf16_d64_causal : fwd_f16_d64_causal);
       }
       return instance<FwdTile<64>>(bf16 ? fwd_bf16_d64 : fwd_f16_d64);
-    case 128: return instance<FwdTile<128>>(bf16 ? fwd_bf16_d128 : fwd_f16_d128);
+    case 128:
+      if (p.seqlen_q <= kShortQueryTileMaxSeqlenQ) {
+        return instance<FwdTileD128Short>(bf16 ? fwd_bf16_d128_short : fwd_f16_d128_short);
+      }
+      return instance<FwdTile<128>>(bf16 ? fwd_bf16_d128 : fwd_f16_d128);
     case 256:
+      if (p.seqlen_q <= kShortQueryTileMaxSeqlenQ) {
+        return instance<FwdTileD256Short>(bf16 ? fwd_bf16_d256_short : fwd_f16_d256_short);
+      }
       if (p.seqlen_k >= (p.window_right >= 0 ? kD256CausalLongTileMinSeqlenK
                                              : kD256LongTileMinSeqlenK)) {
         return instance<FwdTileD256Long>(bf16 ? fwd_bf16_d256_long : fwd_f16_d256_long);

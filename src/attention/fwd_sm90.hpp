@@ -19,6 +19,11 @@ Status fwd_bf16_d64_causal_short(const Problem& p, const Context& ctx, const Spl
 Status fwd_f16_d64_causal_short(const Problem& p, const Context& ctx, const SplitPlan& split);
 Status fwd_bf16_d64_causal(const Problem& p, const Context& ctx, const SplitPlan& split);
 Status fwd_f16_d64_causal(const Problem& p, const Context& ctx, const SplitPlan& split);
+// d = 128 and d = 256 with at most 64 query rows (64-row tiles).
+Status fwd_bf16_d128_short(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_f16_d128_short(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_bf16_d256_short(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_f16_d256_short(const Problem& p, const Context& ctx, const SplitPlan& split);
 // d = 256 with long keys (80-key tiles).
 Status fwd_bf16_d256_long(const Problem& p, const Context& ctx, const SplitPlan& split);
 Status fwd_f16_d256_long(const Problem& p, const Context& ctx, const SplitPlan& split);

@@ -53,7 +53,17 @@ constexpr long long kD64CausalShortTileMaxSeqlen = 1408;
 // tile would compute 191 or 127 idle rows per query row, and d = 64 has so little memory traffic
 // per score that this work, not the K/V reads, would set the time (H100, split-KV, B=1 Sq=1
 // Sk=16k H=16: 36.7 us on the 192x128 tile against cuDNN's 27.8; perf-notes attention item 48).
-constexpr long long kD64ShortTileMaxSeqlenQ = 64;
+constexpr long long kShortQueryTileMaxSeqlenQ = 64;
+// d = 128 and d = 256 with at most 64 query rows (decoding steps, packed GQA groups, short
+// speculative chunks): one 64-row consumer warpgroup instead of two, so a one-row unit computes 63
+// idle rows instead of 127 (H100 A/B, CUDA-graph time, 128-row tile -> this: MHA one-row steps
+// d = 128 +2-4 %, packed GQA Hkv = 8 +2-19 % (B=1 Sk=2k 12.0 -> 10.1 us, 8k 22.9 -> 21.0), d = 256
+// B=1 Sk=16k H=8 62.1 -> 55.8 us, the unsplit B=8 Sq=1 d = 128 step +0.5 %; perf-notes attention
+// item 49). Two K/V stages, so Q is double-buffered: three stages (Q single-buffered) measured
+// 1-3 % slower than two, and 1.4 % slower than the 128-row tile on that unsplit step.
+struct FwdTileD128Short : TilePolicy<64, 128, 2> {};
+struct FwdTileD256Short : TilePolicy<64, 64, 2> {};
+
 // Longer queries run the unmasked tile, FwdTile<64> (192x128, the conditional rescale and the
 // tree softmax), masked: since those two policies it beats the 192x96 tile that causal d = 64 ran
 // from session 8 to 26 (no spill, but a third more softmax steps per key; H100 A/B x cuDNN,

@@ -349,6 +349,7 @@ def test_pingpong_threshold(sq_sk, max_grid, monkeypatch, seed):
 
 SPLIT_SHAPES = [  # (B, Sq, Sk, Hq, Hkv, D): decoding steps and short query blocks on long keys
     (2, 1, 3000, 8, 2, 128),
+    (2, 45, 2200, 3, 1, 128),
     (1, 17, 1000, 4, 4, 64),
     (3, 130, 700, 2, 1, 256),
     (1, 1, 4097, 4, 1, 64),
@@ -420,6 +421,41 @@ def test_split_kv_chosen_for_decoding(seed):
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(captured, deepwell.attention(q, k, v))
+
+
+@pytest.mark.parametrize("max_grid", [0, 3])
+@pytest.mark.parametrize("sq", [1, 37, 64, 65])
+def test_short_query_tiles(sq, max_grid, monkeypatch, seed):
+    """d = 128 and d = 256 (and the dims of their buckets) with <= 64 query rows run 64-row tiles
+    with one consumer warpgroup (fwd_sm90_config.hpp FwdTileD128Short, one Q stage, and
+    FwdTileD256Short): both sides of the threshold, causal (bottom-right), windows, GQA, varlen,
+    many tiles per CTA (max_grid 3: Q buffers reused tile after tile), split and unsplit, both
+    dtypes, bitwise repeatable."""
+    if max_grid:
+        monkeypatch.setenv("DEEPWELL_ATTN_MAX_GRID", str(max_grid))
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    for dtype in (torch.bfloat16, torch.float16):
+        for D, Sk in ((128, 1500), (96, 333), (256, 900), (200, 130)):
+            q = rand((3, sq, 4, D), dtype, g)
+            k, v = rand((3, Sk, 2, D), dtype, g), rand((3, Sk, 2, D), dtype, g)
+            check(q, k, v)
+            check(q, k, v, causal=True)
+            check(q, k, v, window=(70, 5))
+            for splits in ("1", "5"):
+                monkeypatch.setenv("DEEPWELL_ATTN_SPLITS", splits)
+                a, b = deepwell.attention(q, k, v), deepwell.attention(q, k, v)
+                assert torch.equal(a, b), "not bitwise repeatable"
+                check(q, k, v, causal=True)
+            monkeypatch.delenv("DEEPWELL_ATTN_SPLITS")
+    lens_q, lens_k = [1, 0, 64, 17], [700, 5, 64, 0]
+    cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device="cuda")
+    cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device="cuda")
+    for D in (128, 256):
+        q = rand((sum(lens_q), 4, D), torch.bfloat16, g)
+        k, v = rand((sum(lens_k), 1, D), torch.bfloat16, g), rand((sum(lens_k), 1, D), torch.bfloat16, g)
+        for kw in ({}, {"causal": True}):
+            check(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=max(lens_q),
+                  max_seqlen_k=max(lens_k), **kw)
 
 
 @pytest.mark.parametrize("D", [64, 128, 256])
