@@ -23,20 +23,22 @@ def _sample(n: int, k: int, seed: int, device) -> torch.Tensor:
 def attention_check(out, q, k, v, causal: bool, n_rows: int = 256, seed: int = 0) -> float:
     """Relative L2 error of out (B, S, H, d) against softmax(q k^T / sqrt d) v in float64, on
     sampled query rows of the first and last (batch, head). Sq == Sk here, so the causal mask
-    (key j <= query i) is the same top-left or bottom-right aligned."""
+    (key j <= query i) is the same top-left or bottom-right aligned. GQA: k and v may have fewer
+    heads (H a multiple of theirs); query head h reads K/V head h // (H / Hkv)."""
     if not bool(torch.isfinite(out).all()):
         return float("nan")
     B, S, H, d = q.shape
     Sk = k.shape[1]
+    group = H // k.shape[2]
     rows = _sample(S, n_rows, seed, q.device)
     keys = torch.arange(Sk, device=q.device)
     outs, refs = [], []
     for b in sorted({0, B - 1}):
         for h in sorted({0, H - 1}):
-            s = (q[b, rows, h].double() @ k[b, :, h].double().T) * d ** -0.5
+            s = (q[b, rows, h].double() @ k[b, :, h // group].double().T) * d ** -0.5
             if causal:
                 s = s.masked_fill(keys[None, :] > rows[:, None] + (Sk - S), float("-inf"))
-            refs.append(torch.softmax(s, dim=-1) @ v[b, :, h].double())
+            refs.append(torch.softmax(s, dim=-1) @ v[b, :, h // group].double())
             outs.append(out[b, rows, h])
     return rel_err(torch.cat(outs), torch.cat(refs))
 

@@ -29,7 +29,8 @@ from suites import (attention_decode, attention_fa3_sweep, attention_small, gemm
 
 def fake_attention(q, k, v, causal=False):
     t = lambda x: x.transpose(1, 2).float()  # noqa: E731
-    o = torch.nn.functional.scaled_dot_product_attention(t(q), t(k), t(v), is_causal=causal)
+    o = torch.nn.functional.scaled_dot_product_attention(t(q), t(k), t(v), is_causal=causal,
+                                                         enable_gqa=k.shape[2] != q.shape[2])
     return o.transpose(1, 2).to(q.dtype)
 
 
@@ -61,7 +62,10 @@ def check_suites():
     cases = [(attention_fa3_sweep, {"d": 64, "causal": True, "S": 128, "B": 2, "H": 2,
                                     "device": "cpu", "flex": False}),
              (attention_small, {"B": 1, "H": 2, "S": 64, "d": 64, "device": "cpu"}),
-             (attention_decode, {"B": 1, "Sq": 1, "Sk": 64, "H": 2, "d": 64, "device": "cpu"}),
+             (attention_decode, {"B": 1, "Sq": 1, "Sk": 64, "H": 2, "Hkv": 2, "d": 64,
+                                 "device": "cpu"}),
+             (attention_decode, {"B": 1, "Sq": 1, "Sk": 64, "H": 4, "Hkv": 2, "d": 64,
+                                 "device": "cpu"}),
              (gemm_bf16, {"shape": "t", "op": "bias+gelu_tanh", "M": 64, "N": 128, "K": 256,
                           "device": "cpu"}),
              (gemm_fp8, {"M": 128, "N": 256, "K": 256, "device": "cpu"})]

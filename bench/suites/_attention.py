@@ -44,22 +44,26 @@ def deepwell_variant(causal: bool, gen, set_bytes: int, out_bytes: int,
     return Variant(name, fn, gen, check(causal), set_bytes, out_bytes, unavailable=err, ours=True)
 
 
-def sdpa(backend: str | None, causal: bool):
-    """SDPA on transposed views; backend None = PyTorch's default selection."""
+def sdpa(backend: str | None, causal: bool, gqa: bool = False):
+    """SDPA on transposed views; backend None = PyTorch's default selection. gqa: k and v have
+    fewer heads than q (SDPA's enable_gqa; a backend without it raises, and the suite records it
+    as unavailable)."""
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     F = torch.nn.functional
+    extra = {"enable_gqa": True} if gqa else {}
     if backend is None:
         return lambda q, k, v: F.scaled_dot_product_attention(
-            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal, **extra
         ).transpose(1, 2)
     be = [getattr(SDPBackend, backend)]
 
     def fn(q, k, v):
         with sdpa_kernel(be):
             return F.scaled_dot_product_attention(
-                q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal
+                q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal,
+                **extra
             ).transpose(1, 2)
 
     return fn

@@ -2,8 +2,9 @@
 (batch, head, query block) tiles alone would leave most SMs idle, so deepwell splits each tile's
 keys into ranges that run in parallel and merges them (split-KV, src/attention/fwd_combine.hpp).
 deepwell (its default plan), deepwell with the split turned off (DEEPWELL_ATTN_SPLITS=1), and
-SDPA's flash, cuDNN and mem-efficient backends on (B, H, S, d) views of the same BSHD tensors.
-bf16, non-causal (SDPA's is_causal is top-left aligned when Sq != Sk, deepwell's bottom-right, so
+SDPA's flash, cuDNN and mem-efficient backends on (B, H, S, d) views of the same BSHD tensors;
+GQA cases (Hkv < H: K/V heads shared by H / Hkv query heads, which deepwell packs into one tile
+for one-row steps) pass enable_gqa to SDPA. bf16, non-causal (SDPA's is_causal is top-left aligned when Sq != Sk, deepwell's bottom-right, so
 the masks would differ).
 
 Timed as CUDA-graph replays (timing.measure_graph: kernel time, no host cost), the way decoding
@@ -19,29 +20,34 @@ from suites import _attention as A
 
 NAME = "attention_decode"
 METRIC = "median_us"
-CASE_KEYS = ["B", "Sq", "Sk", "H", "d"]
-SHAPES = [  # (B, Sq, Sk, H, d)
-    (1, 1, 8192, 32, 128),
-    (1, 1, 32768, 16, 128),
-    (4, 1, 16384, 8, 128),
-    (8, 1, 8192, 32, 128),   # 256 tiles: no split (control)
-    (2, 16, 16384, 16, 128),
-    (1, 128, 16384, 16, 128),
-    (1, 1, 16384, 16, 64),
-    (1, 1, 16384, 8, 256),
+CASE_KEYS = ["B", "Sq", "Sk", "H", "Hkv", "d"]
+SHAPES = [  # (B, Sq, Sk, H, Hkv, d)
+    (1, 1, 8192, 32, 32, 128),
+    (1, 1, 32768, 16, 16, 128),
+    (4, 1, 16384, 8, 8, 128),
+    (8, 1, 8192, 32, 32, 128),   # 256 tiles: no split (control)
+    (2, 16, 16384, 16, 16, 128),
+    (1, 128, 16384, 16, 16, 128),
+    (1, 1, 16384, 16, 16, 64),
+    (1, 1, 16384, 8, 8, 256),
+    (1, 1, 8192, 32, 8, 128),    # GQA (Llama-3-8B-like heads)
+    (4, 1, 8192, 32, 8, 128),
+    (1, 1, 32768, 32, 8, 128),
+    (1, 1, 2048, 32, 8, 128),
 ]
 
 
 def cases(smoke: bool, cpu: bool = False):
     if cpu:
-        shapes = [(1, 1, 300, 2, 64), (2, 16, 200, 2, 128)]
+        shapes = [(1, 1, 300, 2, 2, 64), (2, 16, 200, 2, 2, 128), (1, 1, 200, 4, 2, 64)]
     else:
         shapes = SHAPES[:2] if smoke else SHAPES
-    for B, Sq, Sk, H, d in shapes:
-        yield {"B": B, "Sq": Sq, "Sk": Sk, "H": H, "d": d, "device": "cpu" if cpu else "cuda"}
+    for B, Sq, Sk, H, Hkv, d in shapes:
+        yield {"B": B, "Sq": Sq, "Sk": Sk, "H": H, "Hkv": Hkv, "d": d,
+               "device": "cpu" if cpu else "cuda"}
 
 
-def _inputs(B, Sq, Sk, H, d, dev):
+def _inputs(B, Sq, Sk, H, Hkv, d, dev):
     import torch
 
     dt = A.dtype_for(dev)
@@ -49,11 +55,11 @@ def _inputs(B, Sq, Sk, H, d, dev):
     def gen(seed):
         g = common.generator(dev, seed)
         q = torch.randn(B, Sq, H, d, generator=g, device=dev, dtype=dt)
-        k = torch.randn(B, Sk, H, d, generator=g, device=dev, dtype=dt)
-        v = torch.randn(B, Sk, H, d, generator=g, device=dev, dtype=dt)
+        k = torch.randn(B, Sk, Hkv, d, generator=g, device=dev, dtype=dt)
+        v = torch.randn(B, Sk, Hkv, d, generator=g, device=dev, dtype=dt)
         return q, k, v
 
-    return gen, 2 * (2 * B * Sq * H * d + 2 * B * Sk * H * d)
+    return gen, 2 * (2 * B * Sq * H * d + 2 * B * Sk * Hkv * d)
 
 
 def _unsplit(dw):
@@ -73,7 +79,9 @@ def _unsplit(dw):
 
 def run(case: dict) -> dict:
     B, Sq, Sk, H, d, dev = (case[k] for k in ("B", "Sq", "Sk", "H", "d", "device"))
-    gen, nbytes = _inputs(B, Sq, Sk, H, d, dev)
+    Hkv = case.get("Hkv", H)
+    gqa = Hkv != H
+    gen, nbytes = _inputs(B, Sq, Sk, H, Hkv, d, dev)
     out_bytes = 2 * B * Sq * H * d
     chk = A.check(False)
     dw, err = common.deepwell_module()
@@ -86,12 +94,12 @@ def run(case: dict) -> dict:
     baselines = ["sdpa_flash", "sdpa_cudnn", "sdpa_efficient"]
     for name, backend in zip(baselines, ("FLASH_ATTENTION", "CUDNN_ATTENTION",
                                          "EFFICIENT_ATTENTION")):
-        variants.append(Variant(name, A.sdpa(backend, False), gen, chk, nbytes, out_bytes,
+        variants.append(Variant(name, A.sdpa(backend, False, gqa), gen, chk, nbytes, out_bytes,
                                 unavailable=cuda_only))
     if dev == "cpu":
-        variants.append(Variant("sdpa", A.sdpa(None, False), gen, chk, nbytes, out_bytes))
+        variants.append(Variant("sdpa", A.sdpa(None, False, gqa), gen, chk, nbytes, out_bytes))
         baselines = ["sdpa"]
-    label = f"B={B} Sq={Sq} Sk={Sk} H={H} d={d}"
+    label = f"B={B} Sq={Sq} Sk={Sk} H={H} Hkv={Hkv} d={d}"
     fl = 4.0 * B * H * Sq * Sk * d
     res = common.run_variants(variants, dev, fl, label, graph=dev == "cuda")
     us = {n: common.metric(r, "median_us") for n, r in res.items()}
