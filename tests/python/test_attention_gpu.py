@@ -376,6 +376,27 @@ def test_split_kv_forced(shape, splits, monkeypatch, seed):
         assert torch.equal(a, b), "not bitwise repeatable"
 
 
+@pytest.mark.parametrize("splits", [40, 500])
+def test_split_kv_capped(splits, monkeypatch, seed):
+    """A forced range count above kMaxSplits (32, one per lane of the combine's warp) runs at the
+    cap: MQA / GQA / MHA decoding steps and a short query block with many key blocks, LSE, both
+    dtypes; and the default plan of a long one-row MQA step (one tile: 32 ranges)."""
+    monkeypatch.setenv("DEEPWELL_ATTN_SPLITS", str(splits))
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    for B, Sq, Sk, Hq, Hkv, D in ((1, 1, 20000, 8, 1, 128), (2, 3, 9000, 4, 4, 64),
+                                  (1, 1, 7000, 4, 2, 256), (1, 40, 3000, 2, 1, 128)):
+        for dtype in (torch.bfloat16, torch.float16):
+            q = rand((B, Sq, Hq, D), dtype, g)
+            k, v = rand((B, Sk, Hkv, D), dtype, g), rand((B, Sk, Hkv, D), dtype, g)
+            check(q, k, v)
+            check(q, k, v, causal=True)
+    monkeypatch.delenv("DEEPWELL_ATTN_SPLITS")
+    q = rand((1, 1, 32, 128), torch.bfloat16, g)
+    k, v = rand((1, 32768, 1, 128), torch.bfloat16, g), rand((1, 32768, 1, 128), torch.bfloat16, g)
+    out, _ = check(q, k, v)
+    assert torch.equal(out, deepwell.attention(q, k, v)), "not bitwise repeatable"
+
+
 def test_split_kv_varlen_and_empty_rows(monkeypatch, seed):
     """Split ranges of sequences with no keys, rows that see no key at all (lse -inf, O 0) and
     ranges that only some rows see."""
