@@ -50,16 +50,21 @@ __device__ __forceinline__ uint32_t from_float2(float a, float b) {
 
 constexpr int kWarpsPerBlock = 4;
 
-// Warp w of the grid merges (batch, row, head) number w (head fastest). Its lanes form `groups`
-// groups of `chunks` lanes (chunks: d / 8 rounded up to a power of two): lane c of group g sums
-// the 16-byte column chunk c (8 elements) of the splits g, g + groups, ..., whose weights lane s
-// computed (splits <= 32), and the groups' sums meet by shuffles. A decoding call has few rows
-// and up to 32 splits, so the splits' loads are spread over the lanes rather than walked one
-// after the other (which measured 8.7 us for 24 splits at d = 64 on an H200; cuDNN's reduction
-// takes 2).
-template <class T>
+// Warp w of the grid merges (batch, row, head) number w (head fastest). Its lanes form 32 /
+// kChunks groups of kChunks lanes (kChunks: d / 8 rounded up to a power of two, at least 8):
+// lane c of group g sums the 16-byte column chunk c (8 elements) of the splits g, g + groups,
+// ..., whose weights lane s computed (splits <= 32), and the groups' sums meet by shuffles. A
+// decoding call has few rows and up to 32 splits, so the splits' loads are spread over the lanes
+// rather than walked one after the other (which measured 8.7 us for 24 splits at d = 64 on an
+// H200; cuDNN's reduction takes 2), and a lane issues all its loads, the LSE's and the partial
+// O's, before it waits on any: every unit wrote its O rows (an empty range zeros), so nothing
+// depends on the weights but the sums.
+template <class T, int kChunks>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock)
     combine_kernel(const CombineParams p) {
+  static_assert(kChunks >= 8 && kChunks <= 32 && 32 % kChunks == 0);
+  constexpr int kGroups = 32 / kChunks;
+  constexpr int kPerLane = kMaxCombineSplits / kGroups;  // splits one lane reads
   const int lane = threadIdx.x % 32;
   const int64_t item = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int64_t per_batch = int64_t(p.rows) * p.heads;
@@ -70,6 +75,19 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
   if (p.cu_seqlens_q != nullptr) {
     const int end = min(max(__ldg(p.cu_seqlens_q + p.num_seqs), 0), p.rows);
     if (row >= end) return;  // not in any sequence: the attention kernel wrote nothing there
+  }
+
+  const int used = p.head_dim / 8;  // 16-byte chunks of a row
+  const int chunk = lane % kChunks, group = lane / kChunks;
+  const T* o_s = static_cast<const T*>(p.o_part) + batch * p.po_batch + row * p.po_row +
+                 int64_t(head) * p.head_dim + 8 * chunk;
+  uint4 part[kPerLane];
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int s = group + i * kGroups;
+    part[i] = s < p.splits && chunk < used
+                  ? __ldg(reinterpret_cast<const uint4*>(o_s + s * p.po_split))
+                  : make_uint4(0, 0, 0, 0);
   }
 
   // lse = log sum_s exp(lse_s); lane s < splits keeps its split's weight exp(lse_s - lse).
@@ -85,21 +103,13 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
     weight = mine == -INFINITY ? 0.f : expf(mine - lse);
   }
 
-  const int used = p.head_dim / 8;  // 16-byte chunks of a row
-  int chunks = 1;
-  while (chunks < used) chunks *= 2;
-  const int groups = 32 / chunks;
-  const int chunk = lane % chunks, group = lane / chunks;
   float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-  const T* o_s = static_cast<const T*>(p.o_part) + batch * p.po_batch + row * p.po_row +
-                 int64_t(head) * p.head_dim + 8 * chunk;
-#pragma unroll 4
-  for (int s0 = 0; s0 < p.splits; s0 += groups) {
-    const int s = s0 + group;
-    const float w = __shfl_sync(0xffffffffu, weight, s < 32 ? s : 0);
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int s = group + i * kGroups;
+    const float w = __shfl_sync(0xffffffffu, weight, s);
     if (s < p.splits && chunk < used && w > 0.f) {  // 0: an empty range, or no key at all
-      const uint4 v = __ldg(reinterpret_cast<const uint4*>(o_s + s * p.po_split));
-      const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+      const uint32_t words[4] = {part[i].x, part[i].y, part[i].z, part[i].w};
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const float2 f = to_float2<T>(words[j]);
@@ -108,7 +118,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
       }
     }
   }
-  for (int o = chunks; o < 32; o *= 2) {
+  for (int o = kChunks; o < 32; o *= 2) {
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], o);
   }
@@ -167,11 +177,12 @@ Status combine_splits(const Problem& p, const SplitPlan& plan, void* stream) {
     return Status(StatusCode::kNotSupported, "attention_forward: too many rows for split-KV");
   }
   auto st = static_cast<cudaStream_t>(stream);
-  if (p.dtype == DType::kBF16) {
-    combine_kernel<__nv_bfloat16><<<static_cast<unsigned>(blocks), 32 * kWarpsPerBlock, 0, st>>>(c);
-  } else {
-    combine_kernel<__half><<<static_cast<unsigned>(blocks), 32 * kWarpsPerBlock, 0, st>>>(c);
-  }
+  const bool bf16 = p.dtype == DType::kBF16;
+  const int chunks = p.head_dim <= 64 ? 8 : p.head_dim <= 128 ? 16 : 32;
+  auto kernel = chunks == 8    ? (bf16 ? combine_kernel<__nv_bfloat16, 8> : combine_kernel<__half, 8>)
+                : chunks == 16 ? (bf16 ? combine_kernel<__nv_bfloat16, 16> : combine_kernel<__half, 16>)
+                               : (bf16 ? combine_kernel<__nv_bfloat16, 32> : combine_kernel<__half, 32>);
+  kernel<<<static_cast<unsigned>(blocks), 32 * kWarpsPerBlock, 0, st>>>(c);
   return detail::last_launch_status("attention_forward (split-KV combine)");
 }
 
