@@ -75,6 +75,7 @@ set(DEEPWELL_CUDA_SOURCES
   # quant: memory-bound quantization kernels, one file per kernel family (src/quant/*_sm90.cu)
   src/quant/quantize_sm90.cu
   src/quant/quantize_transpose_sm90.cu
+  src/quant/quantize_onepass_sm90.cu
   src/quant/dequantize_sm90.cu
 )
 

@@ -5,7 +5,8 @@ bytes, timed by common.run_variants in the same process for every case.
 "moved" bytes = x read once + every output written (codes and scales, as the call returns them).
 Formats that reduce a per-tensor amax first (fp8_tensor, nvfp4's FP32 tensor scale) and fp8_row
 with the transposed copy (row and column amaxes) read x twice: their ratio is bounded by about
-(in + out) / (2 in + out). "fp8_tensor+amax" and "nvfp4+amax" pass the amax in (amax=, delayed
+(in + out) / (2 in + out). Along rows, fp8_tensor and nvfp4 re-read only the part of x that does
+not fit in shared memory (the one-pass kernel, quantize_onepass_sm90.cu: 25 MB on an H100). "fp8_tensor+amax" and "nvfp4+amax" pass the amax in (amax=, delayed
 scaling; reduced outside the timed call): one read of x. Cells: GB/s of moved bytes; ratio: deepwell GB/s / copy GB/s, the faster of two
 copies of about the same size (rounded to 256 bytes and to 1 MiB; the issue-4 bar is 0.80).
 

@@ -506,5 +506,13 @@ Status launch_transposed(const Problem& p, const uint32_t* amax, float* tensor_s
                          const detail::DeviceInfo& dev, cudaStream_t stream);
 // 128x128 blocks, any batch, with the optional transposed copy (the same tile kernel).
 Status launch_block128(const Problem& p, int sm_count, cudaStream_t stream);
+// kFp8Tensor / kNvfp4 along rows with the amax reduced here (quantize_onepass_sm90.cu): one
+// cooperative launch that reads x once for the share of it that fits on chip. Zeroes amax_slot
+// (the tensor-scale output), reduces the amax bits into it and writes data and its scales; sets
+// *launched to false (and launches nothing) where the call does not qualify
+// (onepass_eligible), and the two-pass path runs instead.
+bool onepass_eligible(const Problem& p, const detail::DeviceInfo& dev);
+Status launch_onepass(const Problem& p, uint32_t* amax_slot, const detail::DeviceInfo& dev,
+                      cudaStream_t stream, bool* launched);
 
 }  // namespace deepwell::quant

@@ -12,6 +12,8 @@
 //    kernels read it, and a last one-thread kernel turns it into the scale. No workspace needed.
 //    The amax pass reads x in the reverse of the encoder's order, so the encoder's first reads
 //    hit what is left of x in L2.
+//    Row calls of 16-bit x whose rows are whole chunks take the one-pass kernel instead
+//    (quantize_onepass_sm90.cu: the same output from one read of x for what fits on chip).
 //    With the caller's amax (QuantizeArgs::amax) the reduction is skipped: one pass over x, and
 //    the encoding kernel's first thread writes the tensor scale (one launch in all).
 // Calls with the transposed copy (both outputs from one tiled pass) and 128x128 blocks live in
@@ -387,8 +389,10 @@ Status quantize_cuda(const Problem& p, const Context& ctx) {
   // The encoding kernels read the amax bits from the tensor-scale output, where launch_amax
   // reduces them, or straight from the caller's amax (one read of x).
   auto* amax = reinterpret_cast<uint32_t*>(p.tensor_scale);
+  bool encoded = false;  // by the one-pass kernel (amax and codes in one launch)
   if (tensor_amax && p.given_amax == nullptr) {
-    DW_TRY(launch_amax(p, p.has_transposed, amax, stream, *info));
+    DW_TRY(launch_onepass(p, amax, *info, stream, &encoded));
+    if (!encoded) DW_TRY(launch_amax(p, p.has_transposed, amax, stream, *info));
   }
   const uint32_t* amax_in = p.given_amax ? reinterpret_cast<const uint32_t*>(p.given_amax) : amax;
   // With the caller's amax the encoding kernel writes the tensor scale (the reduced amax, by
@@ -398,7 +402,9 @@ Status quantize_cuda(const Problem& p, const Context& ctx) {
                            p.main.x.cols > 0;
   float* scale_out = fused_scale ? p.tensor_scale : nullptr;
 
-  if (p.format == QuantFormat::kFp8Block128x128) {
+  if (encoded) {
+    // data and its scales are written; the slot holds the amax bits for the finalize below
+  } else if (p.format == QuantFormat::kFp8Block128x128) {
     DW_TRY(launch_block128(p, info->sm_count, stream));  // writes the transposed copy too
   } else if (p.has_transposed) {  // data and data_t, one pass
     DW_TRY(launch_transposed(p, amax_in, scale_out, *info, stream));

@@ -348,6 +348,46 @@ def test_dequantize_bit_identical(fmt, elem, rule, out_dtype, seed):
         assert_same((gpu,), (cpu,), f"dequantize {fmt} {shape} -> {out_dtype}")
 
 
+@pytest.mark.parametrize("fmt,elem", [("fp8_tensor", "e4m3"), ("fp8_tensor", "e5m2"), ("nvfp4", "e4m3")])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_onepass_larger_than_chip(fmt, elem, dtype, seed):
+    """The one-pass kernel (16-bit x whose rows are whole 16-element chunks, amax reduced on the
+    GPU) holds 192 KB of x per SM in shared memory and re-reads the rest: x of 2.6e7 elements is
+    about twice what 132 SMs hold, so held and re-read units are both encoded; the other shapes
+    give grids smaller than the SM count, units that end mid-row and a last unit of one chunk."""
+    gen = torch.Generator().manual_seed(seed)
+    binades = 8 if dtype == torch.float16 else 20
+    for shape in [(3200, 8192), (4097, 16), (131, 2, 48), (1, 1024 * 16 + 16)]:
+        x = make_input(shape, gen, nonfinite=False, binades=binades).to(dtype)
+        for kw in ([{}, {"pow2_scales": True}] if fmt == "fp8_tensor" else [{}, {"swizzle": True}]):
+            gpu = deepwell.quantize(x.cuda(), fmt, elem=elem, **kw)
+            torch.cuda.synchronize()
+            assert_same(gpu, deepwell.quantize(x, fmt, elem=elem, **kw), f"{fmt} {elem} {dtype} {shape} {kw}")
+
+
+@pytest.mark.parametrize("fmt", ["fp8_tensor", "nvfp4"])
+def test_onepass_in_cuda_graph(fmt, seed):
+    """The one-pass kernel is a cooperative launch: it must capture into a CUDA graph and replay
+    (twice: the amax slot is zeroed inside the graph) with the result of the eager call."""
+    gen = torch.Generator().manual_seed(seed)
+    x = make_input((2048, 4096), gen, nonfinite=False).bfloat16().cuda()
+    want = deepwell.quantize(x, fmt)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        deepwell.quantize(x, fmt)  # warm-up outside the capture
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        got = deepwell.quantize(x, fmt)
+    for _ in range(2):
+        for t in got:  # poison
+            t.fill_(float("nan") if t.dtype == torch.float32 else 7)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert_same(got, want, f"{fmt} graph replay")
+
+
 def test_cuda_input_must_be_contiguous():
     x = torch.randn(64, 128, device="cuda")[:, :64]
     with pytest.raises(ValueError, match="argument 'x'.*contiguous"):
