@@ -509,9 +509,9 @@ Status launch_block128(const Problem& p, int sm_count, cudaStream_t stream);
 // kFp8Tensor / kNvfp4 along rows with the amax reduced here (quantize_onepass_sm90.cu): one
 // cooperative launch that reads x once for the share of it that fits on chip. Zeroes amax_slot
 // (the tensor-scale output), reduces the amax bits into it and writes data and its scales; sets
-// *launched to false (and launches nothing) where the call does not qualify
-// (onepass_eligible), and the two-pass path runs instead.
-bool onepass_eligible(const Problem& p, const detail::DeviceInfo& dev);
+// *launched to false (and launches nothing) where the call does not qualify (16-bit x, rows of
+// whole 16-element chunks, no transposed copy, no given amax) or the GPU cannot keep one CTA per
+// SM resident, and the two-pass path runs instead.
 Status launch_onepass(const Problem& p, uint32_t* amax_slot, const detail::DeviceInfo& dev,
                       cudaStream_t stream, bool* launched);
 

@@ -21,6 +21,7 @@
 // output is bit-identical to it and to the CPU reference.
 #include <cooperative_groups.h>
 
+#include <atomic>
 #include <type_traits>
 
 #include "core/validate.hpp"
@@ -170,16 +171,36 @@ __global__ void __launch_bounds__(kThreads, 1) quantize_onepass_kernel(const One
   }
 }
 
+// Whether the instance can run with held_cap_bytes of shared memory on `device`: the shared
+// memory attribute set and the occupancy asked once per device, not per call (as the attention
+// launcher does; both calls cost host time on every quantize otherwise).
 template <class In, Elem E, QuantFormat F>
-Status launch(const OnePassParams& base, const detail::DeviceInfo& dev, size_t held_cap_bytes,
-              cudaStream_t stream, bool* launched) {
+Status resident(int device, size_t held_cap_bytes, bool* fits) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cache[kMaxDevices] = {};  // 0: not asked yet, 1: fits, -1: does not
+  int v = device >= 0 && device < kMaxDevices ? cache[device].load(std::memory_order_acquire) : 0;
+  if (v == 0) {
+    auto* kernel = quantize_onepass_kernel<In, E, F>;
+    DW_CUDA_TRY("quantize", cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(held_cap_bytes)));
+    int per_sm = 0;
+    DW_CUDA_TRY("quantize", cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads,
+                                                                          held_cap_bytes));
+    v = per_sm >= 1 ? 1 : -1;
+    if (device >= 0 && device < kMaxDevices) cache[device].store(v, std::memory_order_release);
+  }
+  *fits = v == 1;
+  return Status::Ok();
+}
+
+template <class In, Elem E, QuantFormat F>
+Status launch(const OnePassParams& base, const detail::DeviceInfo& dev, int device,
+              size_t held_cap_bytes, cudaStream_t stream, bool* launched) {
+  bool fits = false;
+  DW_TRY((resident<In, E, F>(device, held_cap_bytes, &fits)));
+  if (!fits) return Status::Ok();  // not launched: the two-pass path runs instead
+  DW_CUDA_TRY("quantize", cudaMemsetAsync(base.amax, 0, sizeof(uint32_t), stream));
   auto* kernel = quantize_onepass_kernel<In, E, F>;
-  DW_CUDA_TRY("quantize", cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(held_cap_bytes)));
-  int per_sm = 0;
-  DW_CUDA_TRY("quantize", cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads,
-                                                                        held_cap_bytes));
-  if (per_sm < 1) return Status::Ok();  // not launched: the two-pass path runs instead
   OnePassParams p = base;
   // At most one CTA per SM (what the held units are sized for), each with at least one unit.
   const int32_t grid = std::min<int32_t>(dev.sm_count, p.units);
@@ -206,17 +227,18 @@ Status launch(const OnePassParams& base, const detail::DeviceInfo& dev, size_t h
 template <class In>
 Status launch_for_input(const Problem& p, const OnePassParams& base, const detail::DeviceInfo& dev,
                         size_t cap, cudaStream_t stream, bool* launched) {
+  const int device = p.device.index;
   if (p.format == QuantFormat::kNvfp4) {
-    return launch<In, Elem::kE2M1, QuantFormat::kNvfp4>(base, dev, cap, stream, launched);
+    return launch<In, Elem::kE2M1, QuantFormat::kNvfp4>(base, dev, device, cap, stream, launched);
   }
   return p.elem == Elem::kE5M2
-             ? launch<In, Elem::kE5M2, QuantFormat::kFp8Tensor>(base, dev, cap, stream, launched)
-             : launch<In, Elem::kE4M3, QuantFormat::kFp8Tensor>(base, dev, cap, stream, launched);
+             ? launch<In, Elem::kE5M2, QuantFormat::kFp8Tensor>(base, dev, device, cap, stream, launched)
+             : launch<In, Elem::kE4M3, QuantFormat::kFp8Tensor>(base, dev, device, cap, stream, launched);
 }
 
-}  // namespace
-
-bool onepass_eligible(const Problem& p, const detail::DeviceInfo& dev) {
+// Calls the kernel takes: a reduced per-tensor amax along rows of 16-bit, 16-byte aligned x whose
+// rows are whole chunks, with 32-bit chunk indices.
+bool eligible(const Problem& p, const detail::DeviceInfo& dev) {
   const Matrix& x = p.main.x;
   const bool tensor_amax = p.format == QuantFormat::kFp8Tensor || p.format == QuantFormat::kNvfp4;
   const int64_t n = x.rows * x.cols;
@@ -226,10 +248,12 @@ bool onepass_eligible(const Problem& p, const detail::DeviceInfo& dev) {
          (reinterpret_cast<uintptr_t>(x.data) & 15u) == 0 && dev.smem_per_block_optin >= 64 * 1024;
 }
 
+}  // namespace
+
 Status launch_onepass(const Problem& p, uint32_t* amax_slot, const detail::DeviceInfo& dev,
                       cudaStream_t stream, bool* launched) {
   *launched = false;
-  if (!onepass_eligible(p, dev)) return Status::Ok();
+  if (!eligible(p, dev)) return Status::Ok();
   OnePassParams base{};
   const Matrix& x = p.main.x;
   base.x = x.data;
@@ -246,7 +270,6 @@ Status launch_onepass(const Problem& p, uint32_t* amax_slot, const detail::Devic
   //  L1 that is left keeps the other units' loads in flight (H100, bf16, graph time: 192 KB
   //  against 224 KB 0-3 % faster on 7 of 8 cells, 96 KB 2-8 % slower; perf-notes).
   const size_t cap = std::min<size_t>(192 * 1024, (dev.smem_per_block_optin - 2048) / 1024 * 1024);
-  DW_CUDA_TRY("quantize", cudaMemsetAsync(amax_slot, 0, sizeof(uint32_t), stream));
   if (x.dtype == DType::kF16) return launch_for_input<__half>(p, base, dev, cap, stream, launched);
   return launch_for_input<__nv_bfloat16>(p, base, dev, cap, stream, launched);
 }
