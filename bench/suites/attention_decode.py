@@ -4,8 +4,8 @@ keys into ranges that run in parallel and merges them (split-KV, src/attention/f
 deepwell (its default plan), deepwell with the split turned off (DEEPWELL_ATTN_SPLITS=1), and
 SDPA's flash, cuDNN and mem-efficient backends on (B, H, S, d) views of the same BSHD tensors;
 GQA cases (Hkv < H: K/V heads shared by H / Hkv query heads, which deepwell packs into one tile
-for one-row steps) pass enable_gqa to SDPA. bf16, non-causal (SDPA's is_causal is top-left aligned when Sq != Sk, deepwell's bottom-right, so
-the masks would differ).
+for one-row steps) pass enable_gqa to SDPA. bf16, non-causal (SDPA's is_causal is top-left
+aligned when Sq != Sk, deepwell's bottom-right, so the masks would differ).
 
 Timed as CUDA-graph replays (timing.measure_graph: kernel time, no host cost), the way decoding
 loops run; the metric is the median time, and GB/s counts q, k, v read and the output written
