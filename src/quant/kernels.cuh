@@ -395,8 +395,67 @@ struct Mx4Packed {
   }
 };
 
-// encode_chunk of a row chunk held as raw words: MXFP4 of bf16 / f16 on packed halves where the
-// scale allows (Mx4Packed), the fp32 path otherwise.
+// NVFP4 codes of bf16 / f16 inputs, two elements per word, by comparison with the 16-bit bounds
+// of their blocks (codec.hpp, nvfp4_bound16): per word seven set.gt.u32.{bf16x2,f16x2} (each
+// lane 0xffff where |x| exceeds the bound) and their sum. The 32-bit sum of the masks is
+// (c_lo - c_hi) 2^16 + ... : negated, its low lane is c_lo and its high lane c_hi - c_lo, so
+// s + (s << 16) leaves each lane's count, the magnitude code (~11 instructions per two elements;
+// the division path ~24). The bounds cost ~3 instructions each per block. Taken where the
+// block's divisor S passes nvfp4_compare_usable; NaN-scale blocks keep their NaN codes.
+template <class In>
+struct Nvfp4Packed {
+  static_assert(sizeof(In) == 2, "16-bit inputs only");
+  static constexpr bool kBf16 = std::is_same_v<In, __nv_bfloat16>;
+  uint32_t g[7];  // per lane: the bound of the lane's block
+
+  // S of a block (not NaN-scale): s_t times the decoded block scale, as encode_chunk divides by.
+  static __device__ __forceinline__ float divisor(const ChunkScale& cs) {
+    return __fmul_rn(cs.s, decode_ue4m3_hw(cs.sb));
+  }
+  // Both lanes in one block (rows). bf16 bounds are the high halves of the fp32 ones (a prmt
+  // places them).
+  __device__ __forceinline__ explicit Nvfp4Packed(float s) {
+#pragma unroll
+    for (int j = 0; j < 7; ++j) {
+      if constexpr (kBf16) {
+        const uint32_t b = nvfp4_bound_bits(s, j);
+        g[j] = __byte_perm(b, b, 0x3232);
+      } else {
+        g[j] = nvfp4_bound16<false>(s, j) * 0x10001u;
+      }
+    }
+  }
+  // Low lane in the block of s_lo, high lane in that of s_hi (column pairs).
+  __device__ __forceinline__ Nvfp4Packed(float s_lo, float s_hi) {
+#pragma unroll
+    for (int j = 0; j < 7; ++j) {
+      if constexpr (kBf16) {
+        g[j] = __byte_perm(nvfp4_bound_bits(s_lo, j), nvfp4_bound_bits(s_hi, j), 0x7632);
+      } else {
+        g[j] = nvfp4_bound16<false>(s_lo, j) | nvfp4_bound16<false>(s_hi, j) << 16;
+      }
+    }
+  }
+  static __device__ __forceinline__ uint32_t gt2(uint32_t a, uint32_t b) {
+    uint32_t d;
+    if constexpr (kBf16) {
+      asm("set.gt.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    } else {
+      asm("set.gt.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    }
+    return d;
+  }
+  // Lanes = the magnitude codes (0..7) of the two elements of the raw word w.
+  __device__ __forceinline__ uint32_t magnitudes(uint32_t w) const {
+    const uint32_t a = w & 0x7fff7fffu;
+    uint32_t s = 0u - gt2(a, g[0]) - gt2(a, g[1]) - gt2(a, g[2]);
+    s = s - gt2(a, g[3]) - gt2(a, g[4]) - gt2(a, g[5]) - gt2(a, g[6]);
+    return s + (s << 16);
+  }
+};
+
+// encode_chunk of a row chunk held as raw words: MXFP4 and NVFP4 of bf16 / f16 on packed halves
+// where the scale allows (Mx4Packed, Nvfp4Packed), the fp32 path otherwise.
 template <class In, Elem E>
 __device__ __forceinline__ void encode_row_chunk(const RowChunk<In>& x, const ChunkScale& cs,
                                                  uint32_t (&out)[4]) {
@@ -410,6 +469,19 @@ __device__ __forceinline__ void encode_row_chunk(const RowChunk<In>& x, const Ch
       out[1] = pack_e2m1_lanes(mag + 4, x.w + 4);
       out[2] = out[3] = 0;
       return;
+    }
+    if (cs.kind == ChunkScale::kNvfp4) {
+      const float s = Nvfp4Packed<In>::divisor(cs);  // NaN for a NaN scale: not usable
+      if (nvfp4_compare_usable(s)) {
+        const Nvfp4Packed<In> enc(s);
+        uint32_t mag[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) mag[j] = enc.magnitudes(x.w[j]);
+        out[0] = pack_e2m1_lanes(mag, x.w);
+        out[1] = pack_e2m1_lanes(mag + 4, x.w + 4);
+        out[2] = out[3] = 0;
+        return;
+      }
     }
   }
   float v[kChunk];

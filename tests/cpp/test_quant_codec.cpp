@@ -4,6 +4,7 @@
 #include <set>
 
 #include "helpers.hpp"
+#include "core/numeric.hpp"
 #include "quant/codec.hpp"
 
 #ifdef DEEPWELL_TEST_CUDA_HEADERS
@@ -180,12 +181,12 @@ TEST(QuantCodec, E2M1PackOfEightMatchesReference) {
 
 // The packers of codes computed on 16-bit lanes (rows: elements in lane order; column pairs:
 // rows of two columns) equal nibble-by-nibble packing of sign << 3 | code, with the lanes' high
-// bytes set as the bf16 (0x43) and f16 (0x64) arithmetic leaves them.
+// bytes set as the MXFP4 bf16 (0x43) and f16 (0x64) arithmetic leaves them, or clear (NVFP4).
 TEST(QuantCodec, E2M1LanePackersMatchNibblePacking) {
   XorShift next{0x243f6a8885a308d3ull};
   uint64_t bad = 0;
   for (int it = 0; it < 100000; ++it) {
-    const uint32_t hi = it % 2 ? 0x4300u : 0x6400u;
+    const uint32_t hi = it % 3 == 0 ? 0x4300u : it % 3 == 1 ? 0x6400u : 0u;
     uint32_t code[32], sign[32], mag[16], w[16];
     for (int e = 0; e < 32; ++e) {
       const uint32_t r = next();
@@ -445,6 +446,71 @@ TEST(QuantCodec, Nvfp4Scales) {
   EXPECT_EQ(encode_nvfp4(1.25f, s_t, sb), 0x2);  // tie 1 | 1.5 -> 1
   EXPECT_EQ(decode_nvfp4(0x7, sb, s_t), 6.0f);
   EXPECT_EQ(encode_nvfp4(1.0f, s_t, kE4M3NaN), kE2M1Max);
+}
+
+// f16_bits_rz (the host side of the f16 bounds): the largest f16 <= x for every f16 value and
+// the floats just below the next one, subnormals and the top of the range included.
+TEST(QuantCodec, F16RoundTowardZero) {
+  using deepwell::detail::f16_to_f32;
+  for (uint32_t h = 0; h < 0x7c00u; ++h) {
+    const float v = f16_to_f32(static_cast<uint16_t>(h));
+    ASSERT_EQ(f16_bits_rz(v), h) << std::hex << h;
+    const float next = h + 1 < 0x7c00u ? f16_to_f32(static_cast<uint16_t>(h + 1)) : 65536.0f;
+    ASSERT_EQ(f16_bits_rz(std::nextafter(next, 0.0f)), h) << std::hex << h;
+  }
+  EXPECT_EQ(f16_bits_rz(1e30f), 0x7bffu);
+  EXPECT_EQ(f16_bits_rz(std::ldexp(1.0f, -25)), 0u);
+}
+
+// The kernels' NVFP4 encoder by comparison (codec.hpp: |x| > G_j on the 16-bit values, G_j from
+// directed-rounding FMAs) equals encode_e2m1(|x| / S) for every finite bf16 and f16 magnitude,
+// at divisors S = s_t * s_b as the kernels form them (random tensor amaxes, every block scale),
+// random usable divisors, and the ends of the usable range; and that range is what it says.
+TEST(QuantCodec, Nvfp4CodesByBoundsMatchDivision) {
+  using deepwell::detail::bf16_to_f32;
+  using deepwell::detail::f16_to_f32;
+  XorShift next{0x5bd1e9955bd1e995ull};
+  std::vector<float> divisors;
+  for (int i = 0; i < 600; ++i) {  // tensor amax in [2^-40, 2^40), block scale byte 1..0x7e
+    const float amax = std::ldexp(1.0f + (next() >> 9) * 0x1p-23f, static_cast<int>(next() % 80) - 40);
+    const uint8_t sb = static_cast<uint8_t>(1 + next() % 0x7e);
+    divisors.push_back(mul_rn(nvfp4_tensor_scale(fbits(amax)), decode_ue4m3(sb)));
+  }
+  for (int i = 0; i < 300; ++i) {  // any float in [2^-100, 2^100]
+    divisors.push_back(f(kNvfp4CmpSLo + next() % (kNvfp4CmpSHi - kNvfp4CmpSLo + 1)));
+  }
+  for (uint32_t b : {kNvfp4CmpSLo, kNvfp4CmpSLo + 1, kNvfp4CmpSHi, kNvfp4CmpSHi - 1, 0x3f800000u,
+                     0x3f7fffffu, 0x3fc00000u, 0x3eaaaaabu}) {
+    divisors.push_back(f(b));
+  }
+  EXPECT_FALSE(nvfp4_compare_usable(f(kNvfp4CmpSLo - 1)));
+  EXPECT_FALSE(nvfp4_compare_usable(f(kNvfp4CmpSHi + 1)));
+  EXPECT_FALSE(nvfp4_compare_usable(NAN));
+  EXPECT_FALSE(nvfp4_compare_usable(0.0f));
+  uint64_t checked = 0, bad = 0;
+  for (const float s : divisors) {
+    if (!nvfp4_compare_usable(s)) continue;
+    uint32_t gb[7], gh[7];
+    for (int j = 0; j < 7; ++j) {
+      gb[j] = nvfp4_bound16<true>(s, j);
+      gh[j] = nvfp4_bound16<false>(s, j);
+    }
+    for (uint32_t a = 0; a < 0x7f80u; ++a) {  // finite bf16 magnitudes
+      const uint32_t want = encode_e2m1(div_rn(bf16_to_f32(static_cast<uint16_t>(a)), s));
+      if (e2m1_code_by_bounds(a, gb) != want && bad++ < 5) {
+        ADD_FAILURE() << "bf16 0x" << std::hex << a << " S bits 0x" << fbits(s);
+      }
+    }
+    for (uint32_t a = 0; a < 0x7c00u; ++a) {  // finite f16 magnitudes
+      const uint32_t want = encode_e2m1(div_rn(f16_to_f32(static_cast<uint16_t>(a)), s));
+      if (e2m1_code_by_bounds(a, gh) != want && bad++ < 5) {
+        ADD_FAILURE() << "f16 0x" << std::hex << a << " S bits 0x" << fbits(s);
+      }
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 850u);
+  EXPECT_EQ(bad, 0u);
 }
 
 TEST(QuantCodec, MxAndScaledEncodingOfNaNScales) {

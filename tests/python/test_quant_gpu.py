@@ -331,6 +331,44 @@ def test_nvfp4_every_16bit_value(dtype, seed):
                         f"{dtype} amax {amax.item():.3g} {tuple(x.shape)} {kw}")
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("magnitude", ["normal", "tiny"])
+def test_nvfp4_values_at_code_boundaries(dtype, magnitude, seed):
+    """NVFP4 codes of values within two 16-bit steps of the boundaries t_j * S between codes (S =
+    s_t * s_b, the block's divisor; the packed encoder, kernels.cuh's Nvfp4Packed, compares with
+    those bounds), both signs, block maxima untouched: rows and transposed copies, bit for bit
+    against the CPU reference. "tiny" puts the f16 bounds among subnormals and the bf16 divisors
+    below the packed encoder's range (its division fallback)."""
+    gen = torch.Generator().manual_seed(seed)
+    R, K = 128, 1024
+    y = torch.randn(R, K, generator=gen) * 2.0 ** torch.randint(-6, 6, (R, 1), generator=gen).float()
+    if magnitude == "tiny":
+        y *= 2.0 ** (-18 if dtype == torch.float16 else -124)
+    y = y.to(dtype)
+    amax = torch.tensor([y.float().abs().max().item() * 1.37])  # not a power of two
+    _, sb, st = deepwell.quantize(y, "nvfp4", amax=amax)
+    div = (st.reshape(()) * sb.view(torch.float8_e4m3fn).float()).repeat_interleave(16, dim=1)
+    mids = torch.tensor([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0])
+    base = (mids[torch.randint(0, 7, (R, K), generator=gen)] * div).to(dtype)
+    step = torch.randint(-2, 3, (R, K), generator=gen, dtype=torch.int16)
+    cand = (base.view(torch.int16) + step).view(dtype)
+    cand = torch.where(torch.rand(R, K, generator=gen) < 0.5, -cand, cand)
+    blk = y.float().abs().view(R, K // 16, 16)
+    bmax = blk.amax(-1, keepdim=True)
+    ok = (cand.float().abs().view_as(blk) < bmax) & (blk < bmax) & cand.float().isfinite().view_as(blk)
+    z = torch.where(ok.view(R, K), cand, y)
+    assert ok.float().mean() > 0.5
+    assert torch.equal(deepwell.quantize(z, "nvfp4", amax=amax)[1], sb)  # same block scales
+    assert_same(deepwell.quantize(z.cuda(), "nvfp4", amax=amax.cuda()),
+                deepwell.quantize(z, "nvfp4", amax=amax), f"{dtype} {magnitude} rows")
+    zt = z.t().contiguous()  # the transposed copy quantizes the rows of z again (tile kernel)
+    kw = dict(amax=amax, transpose=True)
+    assert_same(deepwell.quantize(zt.cuda(), "nvfp4", amax=amax.cuda(), transpose=True),
+                deepwell.quantize(zt, "nvfp4", **kw), f"{dtype} {magnitude} transposed")
+    assert_same(deepwell.quantize(z.cuda(), "nvfp4"), deepwell.quantize(z, "nvfp4"),
+                f"{dtype} {magnitude} rows, amax reduced")
+
+
 @pytest.mark.parametrize("fmt,elem,rule", cases())
 @pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_dequantize_bit_identical(fmt, elem, rule, out_dtype, seed):
