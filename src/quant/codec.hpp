@@ -274,15 +274,16 @@ DW_QHD uint32_t pack_e2m1x8(const float* q) {
 // The NVFP4 code of an element a is encode_e2m1(a / S), S = s_t * s_b the block's divisor, which
 // compares the rounded quotient q = fl(a / S) with the e2m1 midpoints t_j below (strict > at the
 // even j, >= at the odd j). Each comparison moves onto a itself: fl(a/S) > t iff a/S > t + u/2
-// (u the fp32 spacing above t; the exact midpoint rounds to t, whose significand is even) iff
-// a > B_j = (t + u/2) S, and fl(a/S) >= t iff a >= B_j = (t - u/2) S. B_j is exact in fp32
-// arithmetic with one directed rounding: fma(t, S, +-(u/2) S), (u/2) S being S scaled by a power
-// of two. For an input a of a 16-bit format (bf16 or f16) each test is then "a > G_j", G_j the
-// largest 16-bit value <= B_j (the strict tests) or < B_j (the others), and the magnitude code is
-// the number of bounds a exceeds: seven packed 16-bit comparisons per two elements in the kernels
-// (kernels.cuh, Nvfp4Packed), where the division path spends ~12 fp32 operations per element.
-// Exact for S in [2^-100, 2^100] (every B_j and (u/2) S a normal float); the kernels divide
-// otherwise (a tensor whose scales reach that far).
+// (u the fp32 spacing at t; the exact midpoint rounds to t, whose significand is even) iff
+// a > B_j = (t + u/2) S, and fl(a/S) >= t iff a >= B_j = (t - u/2) S. B_j is never a float: its
+// significand is S's (odd part up to 24 bits) times that of t +- u/2, an odd number of 25 bits,
+// so for every float a, a >= B_j iff a > B_j iff a > RD(B_j), the fp32 rounding down of B_j:
+// one directed-rounding fma(t, S, +-(u/2) S), (u/2) S being S scaled by a power of two. For an
+// input a of a 16-bit format (bf16 or f16) the test is "a > G_j", G_j the largest 16-bit value
+// <= RD(B_j), and the magnitude code is the number of bounds a exceeds: seven packed 16-bit
+// comparisons per two elements in the kernels (kernels.cuh, Nvfp4Packed), where the division
+// path spends ~12 fp32 operations per element. Exact for S in [2^-100, 2^100] (every B_j and
+// (u/2) S a normal float); the kernels divide otherwise (a tensor whose scales reach that far).
 // (functions rather than arrays: namespace-scope constexpr arrays are not usable in device code)
 DW_QHD float e2m1_mid(int j) {
   return j < 4 ? (j < 2 ? (j == 0 ? 0.25f : 0.75f) : (j == 2 ? 1.25f : 1.75f))
@@ -297,21 +298,19 @@ DW_QHD bool nvfp4_compare_usable(float s) {
   return fbits(s) - kNvfp4CmpSLo <= kNvfp4CmpSHi - kNvfp4CmpSLo;
 }
 
-// B_j rounded down (strict j) or up (the others) to fp32, for a usable S.
+// RD(B_j) for a usable S: the largest float below B_j.
 DW_QHD float nvfp4_bound_f32(float s, int j) {
   const float t = e2m1_mid(j);
 #if defined(__CUDA_ARCH__)
   const float half_u = __uint_as_float(static_cast<uint32_t>(127 + e2m1_mid_half_ulp_log2(j)) << 23);
   const float half_u_s = __fmul_rn(s, half_u);
-  return j % 2 == 0 ? __fmaf_rd(t, s, half_u_s) : __fmaf_ru(t, s, -half_u_s);
+  return __fmaf_rd(t, s, j % 2 == 0 ? half_u_s : -half_u_s);
 #else
   // t S +- (u/2) S is exact in double (t has 3 significant bits and u/2 S is S shifted: 52 bits)
   const double half_u_s = std::ldexp(static_cast<double>(s), e2m1_mid_half_ulp_log2(j));
   const double b = static_cast<double>(t) * s + (j % 2 == 0 ? half_u_s : -half_u_s);
-  float r = static_cast<float>(b);
-  if (j % 2 == 0 && static_cast<double>(r) > b) r = std::nextafter(r, 0.0f);
-  if (j % 2 == 1 && static_cast<double>(r) < b) r = std::nextafter(r, INFINITY);
-  return r;
+  const float r = static_cast<float>(b);
+  return static_cast<double>(r) > b ? std::nextafter(r, 0.0f) : r;
 #endif
 }
 
@@ -329,19 +328,12 @@ DW_QHD uint32_t f16_bits_rz(float x) {
 #endif
 }
 
-// The fp32 bits of the largest float <= B_j (strict j) or < B_j (the others): every 16-bit
-// value a passes midpoint j iff a > this float.
-DW_QHD uint32_t nvfp4_bound_bits(float s, int j) {
-  const uint32_t b = fbits(nvfp4_bound_f32(s, j));
-  return j % 2 == 0 ? b : b - 1u;  // RU(B) is the smallest float >= B: the one below it is < B
-}
-
 // G_j of a usable S for 16-bit inputs (kBf16: bf16, else f16), the largest 16-bit value <=
-// nvfp4_bound_bits: |x| > G_j (on the 16-bit values) iff fl(|x| / S) passes midpoint j.
+// RD(B_j): |x| > G_j (on the 16-bit values) iff fl(|x| / S) passes midpoint j.
 template <bool kBf16>
 DW_QHD uint32_t nvfp4_bound16(float s, int j) {
-  const uint32_t below = nvfp4_bound_bits(s, j);
-  return kBf16 ? below >> 16 : f16_bits_rz(bitsf(below));
+  const float b = nvfp4_bound_f32(s, j);
+  return kBf16 ? fbits(b) >> 16 : f16_bits_rz(b);
 }
 
 // The e2m1 magnitude code of a 16-bit |x| (bits a, not NaN) by the bounds g of its block: the

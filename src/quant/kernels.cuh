@@ -396,29 +396,31 @@ struct Mx4Packed {
 };
 
 // NVFP4 codes of bf16 / f16 inputs, two elements per word, by comparison with the 16-bit bounds
-// of their blocks (codec.hpp, nvfp4_bound16): per word seven set.gt.u32.{bf16x2,f16x2} (each
-// lane 0xffff where |x| exceeds the bound) and their sum. The 32-bit sum of the masks is
-// (c_lo - c_hi) 2^16 + ... : negated, its low lane is c_lo and its high lane c_hi - c_lo, so
-// s + (s << 16) leaves each lane's count, the magnitude code (~11 instructions per two elements;
-// the division path ~24). The bounds cost ~3 instructions each per block. Taken where the
-// block's divisor S passes nvfp4_compare_usable; NaN-scale blocks keep their NaN codes.
+// of their blocks (codec.hpp, nvfp4_bound16): per word seven set.gt.{bf16x2,f16x2} of |x| with
+// the bounds (1.0 in a lane where |x| exceeds the bound) summed onto the magic constant M of
+// Mx4Packed by fma.rn, so that each lane ends as M + its magnitude code (exact: small integers).
+// The comparisons take the integer/logic pipe that limits these kernels, the sums the FMA pipe
+// (ncu, perf-notes quantization session 31). The bounds cost two FMA-pipe operations and a byte
+// permute each per block. Taken where the block's divisor S passes nvfp4_compare_usable (a NaN
+// scale does not: its blocks keep their NaN codes on the fp32 path).
 template <class In>
 struct Nvfp4Packed {
   static_assert(sizeof(In) == 2, "16-bit inputs only");
   static constexpr bool kBf16 = std::is_same_v<In, __nv_bfloat16>;
+  static constexpr uint32_t kMagic2 = kBf16 ? 0x43004300u : 0x64006400u;  // 128 / 1024 per lane
+  static constexpr uint32_t kOne2 = kBf16 ? 0x3f803f80u : 0x3c003c00u;    // 1.0 per lane
   uint32_t g[7];  // per lane: the bound of the lane's block
 
-  // S of a block (not NaN-scale): s_t times the decoded block scale, as encode_chunk divides by.
+  // S of a block: s_t times the decoded block scale, as encode_chunk divides by.
   static __device__ __forceinline__ float divisor(const ChunkScale& cs) {
     return __fmul_rn(cs.s, decode_ue4m3_hw(cs.sb));
   }
-  // Both lanes in one block (rows). bf16 bounds are the high halves of the fp32 ones (a prmt
-  // places them).
+  // Both lanes in one block (rows). bf16 bounds are the high halves of the fp32 ones.
   __device__ __forceinline__ explicit Nvfp4Packed(float s) {
 #pragma unroll
     for (int j = 0; j < 7; ++j) {
       if constexpr (kBf16) {
-        const uint32_t b = nvfp4_bound_bits(s, j);
+        const uint32_t b = fbits(nvfp4_bound_f32(s, j));
         g[j] = __byte_perm(b, b, 0x3232);
       } else {
         g[j] = nvfp4_bound16<false>(s, j) * 0x10001u;
@@ -430,27 +432,38 @@ struct Nvfp4Packed {
 #pragma unroll
     for (int j = 0; j < 7; ++j) {
       if constexpr (kBf16) {
-        g[j] = __byte_perm(nvfp4_bound_bits(s_lo, j), nvfp4_bound_bits(s_hi, j), 0x7632);
+        g[j] = __byte_perm(fbits(nvfp4_bound_f32(s_lo, j)), fbits(nvfp4_bound_f32(s_hi, j)), 0x7632);
       } else {
         g[j] = nvfp4_bound16<false>(s_lo, j) | nvfp4_bound16<false>(s_hi, j) << 16;
       }
     }
   }
-  static __device__ __forceinline__ uint32_t gt2(uint32_t a, uint32_t b) {
+  static __device__ __forceinline__ uint32_t abs_gt(uint32_t w, uint32_t bound) {
     uint32_t d;
     if constexpr (kBf16) {
-      asm("set.gt.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+      asm("{.reg .b32 a;\n abs.bf16x2 a, %1;\n set.gt.bf16x2.bf16x2 %0, a, %2;}"
+          : "=r"(d) : "r"(w), "r"(bound));
     } else {
-      asm("set.gt.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+      asm("{.reg .b32 a;\n abs.f16x2 a, %1;\n set.gt.f16x2.f16x2 %0, a, %2;}"
+          : "=r"(d) : "r"(w), "r"(bound));
     }
     return d;
   }
-  // Lanes = the magnitude codes (0..7) of the two elements of the raw word w.
+  static __device__ __forceinline__ uint32_t add2(uint32_t a, uint32_t b) {
+    uint32_t d;
+    if constexpr (kBf16) {
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(kOne2), "r"(b));
+    } else {
+      asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(kOne2), "r"(b));
+    }
+    return d;
+  }
+  // Lanes M + (magnitude code) of the two elements of the raw word w.
   __device__ __forceinline__ uint32_t magnitudes(uint32_t w) const {
-    const uint32_t a = w & 0x7fff7fffu;
-    uint32_t s = 0u - gt2(a, g[0]) - gt2(a, g[1]) - gt2(a, g[2]);
-    s = s - gt2(a, g[3]) - gt2(a, g[4]) - gt2(a, g[5]) - gt2(a, g[6]);
-    return s + (s << 16);
+    uint32_t s = kMagic2;
+#pragma unroll
+    for (int j = 0; j < 7; ++j) s = add2(abs_gt(w, g[j]), s);
+    return s;
   }
 };
 
