@@ -341,6 +341,19 @@ __device__ __forceinline__ void encode_chunk(const float (&v)[kChunk], const Chu
   }
 }
 
+// a * b + c on the two 16-bit lanes of bf16 / f16 words, rounded to nearest even once.
+template <class In>
+__device__ __forceinline__ uint32_t fma2(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  if constexpr (std::is_same_v<In, __nv_bfloat16>) {
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  } else {
+    static_assert(std::is_same_v<In, __half>, "16-bit inputs only");
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  }
+  return d;
+}
+
 // MXFP4 codes of bf16 / f16 inputs, two elements per instruction. With the power-of-two scale
 // 2^e, e2m1_magnitude_biased's three terms of q = |x| 2^-e, RNE(2q), RNE(q) + 2 and RNE(q/2) + 4,
 // are each ONE fused multiply-add of |x| (the 16-bit input itself) by 2^(1-e), 2^-e or 2^(-1-e)
@@ -375,22 +388,13 @@ struct Mx4Packed {
         m2(pow2(sb_lo, 0) | pow2(sb_hi, 0) << 16),
         m3(pow2(sb_lo, -1) | pow2(sb_hi, -1) << 16) {}
 
-  static __device__ __forceinline__ uint32_t fma2(uint32_t a, uint32_t b, uint32_t c) {
-    uint32_t d;
-    if constexpr (kBf16) {
-      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    } else {
-      asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    }
-    return d;
-  }
   // Lanes M + (magnitude code) of the two elements of the raw word w.
   __device__ __forceinline__ uint32_t magnitudes(uint32_t w) const {
     constexpr uint32_t kTwice = 0x00010001u;
     const uint32_t a = w & 0x7fff7fffu;
-    const uint32_t b1 = fma2(a, m1, kMagic * kTwice);
-    const uint32_t b2 = fma2(a, m2, (kMagic + 2) * kTwice);
-    const uint32_t b3 = fma2(a, m3, (kMagic + 4) * kTwice);
+    const uint32_t b1 = fma2<In>(a, m1, kMagic * kTwice);
+    const uint32_t b2 = fma2<In>(a, m2, (kMagic + 2) * kTwice);
+    const uint32_t b3 = fma2<In>(a, m3, (kMagic + 4) * kTwice);
     return __vminu2(__vminu2(__vminu2(b1, b2), b3), (kMagic + 7) * kTwice);
   }
 };
@@ -449,20 +453,11 @@ struct Nvfp4Packed {
     }
     return d;
   }
-  static __device__ __forceinline__ uint32_t add2(uint32_t a, uint32_t b) {
-    uint32_t d;
-    if constexpr (kBf16) {
-      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(kOne2), "r"(b));
-    } else {
-      asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(kOne2), "r"(b));
-    }
-    return d;
-  }
   // Lanes M + (magnitude code) of the two elements of the raw word w.
   __device__ __forceinline__ uint32_t magnitudes(uint32_t w) const {
     uint32_t s = kMagic2;
 #pragma unroll
-    for (int j = 0; j < 7; ++j) s = add2(abs_gt(w, g[j]), s);
+    for (int j = 0; j < 7; ++j) s = fma2<In>(abs_gt(w, g[j]), kOne2, s);
     return s;
   }
 };
