@@ -462,6 +462,29 @@ struct Nvfp4Packed {
   }
 };
 
+// The e2m1 codes of 16 elements held as 8 words of 16-bit pairs by a packed encoder (Mx4Packed,
+// Nvfp4Packed), packed low nibble first into out[0..1].
+template <class Enc>
+__device__ __forceinline__ void encode_e2m1_words(const Enc& enc, const uint32_t (&w)[8],
+                                                  uint32_t (&out)[4]) {
+  uint32_t mag[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) mag[j] = enc.magnitudes(w[j]);
+  out[0] = pack_e2m1_lanes(mag, w);
+  out[1] = pack_e2m1_lanes(mag + 4, w + 4);
+  out[2] = out[3] = 0;
+}
+
+// The same for a column pair of 16 rows (w[k]: row k of both columns) into out[column][half].
+template <class Enc>
+__device__ __forceinline__ void encode_e2m1_col_pair(const Enc& enc, const uint32_t (&w)[kChunk],
+                                                     uint32_t (&out)[2][2]) {
+  uint32_t mag[kChunk];
+#pragma unroll
+  for (int k = 0; k < kChunk; ++k) mag[k] = enc.magnitudes(w[k]);
+  pack_e2m1_col_pair(mag, w, out);
+}
+
 // encode_chunk of a row chunk held as raw words: MXFP4 and NVFP4 of bf16 / f16 on packed halves
 // where the scale allows (Mx4Packed, Nvfp4Packed), the fp32 path otherwise.
 template <class In, Elem E>
@@ -469,25 +492,13 @@ __device__ __forceinline__ void encode_row_chunk(const RowChunk<In>& x, const Ch
                                                  uint32_t (&out)[4]) {
   if constexpr (E == Elem::kE2M1 && sizeof(In) == 2) {
     if (cs.kind == ChunkScale::kMx && Mx4Packed<In>::usable(cs.sb)) {
-      const Mx4Packed<In> enc(cs.sb, cs.sb);
-      uint32_t mag[8];
-#pragma unroll
-      for (int j = 0; j < 8; ++j) mag[j] = enc.magnitudes(x.w[j]);
-      out[0] = pack_e2m1_lanes(mag, x.w);
-      out[1] = pack_e2m1_lanes(mag + 4, x.w + 4);
-      out[2] = out[3] = 0;
+      encode_e2m1_words(Mx4Packed<In>(cs.sb, cs.sb), x.w, out);
       return;
     }
     if (cs.kind == ChunkScale::kNvfp4) {
       const float s = Nvfp4Packed<In>::divisor(cs);  // NaN for a NaN scale: not usable
       if (nvfp4_compare_usable(s)) {
-        const Nvfp4Packed<In> enc(s);
-        uint32_t mag[8];
-#pragma unroll
-        for (int j = 0; j < 8; ++j) mag[j] = enc.magnitudes(x.w[j]);
-        out[0] = pack_e2m1_lanes(mag, x.w);
-        out[1] = pack_e2m1_lanes(mag + 4, x.w + 4);
-        out[2] = out[3] = 0;
+        encode_e2m1_words(Nvfp4Packed<In>(s), x.w, out);
         return;
       }
     }

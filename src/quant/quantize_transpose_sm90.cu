@@ -436,23 +436,11 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
           bool both = false;
           if constexpr (F == QuantFormat::kMxfp4 && kPacked) {
             both = Mx4Packed<In>::usable(cs[0].sb) && Mx4Packed<In>::usable(cs[1].sb);
-            if (both) {
-              const Mx4Packed<In> enc(cs[0].sb, cs[1].sb);
-              uint32_t mag[kChunk];
-#pragma unroll
-              for (int k = 0; k < kChunk; ++k) mag[k] = enc.magnitudes(x.w[k]);
-              pack_e2m1_col_pair(mag, x.w, packed);
-            }
+            if (both) encode_e2m1_col_pair(Mx4Packed<In>(cs[0].sb, cs[1].sb), x.w, packed);
           } else if constexpr (F == QuantFormat::kNvfp4 && kPacked) {
             const float s0 = Nvfp4Packed<In>::divisor(cs[0]), s1 = Nvfp4Packed<In>::divisor(cs[1]);
             both = nvfp4_compare_usable(s0) && nvfp4_compare_usable(s1);  // NaN scales fail
-            if (both) {
-              const Nvfp4Packed<In> enc(s0, s1);
-              uint32_t mag[kChunk];
-#pragma unroll
-              for (int k = 0; k < kChunk; ++k) mag[k] = enc.magnitudes(x.w[k]);
-              pack_e2m1_col_pair(mag, x.w, packed);
-            }
+            if (both) encode_e2m1_col_pair(Nvfp4Packed<In>(s0, s1), x.w, packed);
           }
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
