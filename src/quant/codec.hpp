@@ -336,14 +336,6 @@ DW_QHD uint32_t nvfp4_bound16(float s, int j) {
   return kBf16 ? fbits(b) >> 16 : f16_bits_rz(b);
 }
 
-// The e2m1 magnitude code of a 16-bit |x| (bits a, not NaN) by the bounds g of its block: the
-// bits of non-negative floats order like the values.
-DW_QHD uint32_t e2m1_code_by_bounds(uint32_t a, const uint32_t (&g)[7]) {
-  uint32_t code = 0;
-  for (int j = 0; j < 7; ++j) code += a > g[j] ? 1u : 0u;
-  return code;
-}
-
 DW_QHD float decode_e4m3(uint8_t b) {
   const uint32_t sign = static_cast<uint32_t>(b & 0x80u) << 24;
   const uint32_t e = (b >> 3) & 0xfu, m = b & 0x7u;

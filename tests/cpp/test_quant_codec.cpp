@@ -462,6 +462,15 @@ TEST(QuantCodec, F16RoundTowardZero) {
   EXPECT_EQ(f16_bits_rz(std::ldexp(1.0f, -25)), 0u);
 }
 
+// What the kernels' packed comparisons compute for one element: the e2m1 magnitude code of a
+// 16-bit |x| (bits a, not NaN) is the number of its block's bounds g it exceeds (the bits of
+// non-negative floats order like the values).
+uint32_t e2m1_code_by_bounds(uint32_t a, const uint32_t (&g)[7]) {
+  uint32_t code = 0;
+  for (int j = 0; j < 7; ++j) code += a > g[j] ? 1u : 0u;
+  return code;
+}
+
 // The kernels' NVFP4 encoder by comparison (codec.hpp: |x| > G_j on the 16-bit values, G_j from
 // directed-rounding FMAs) equals encode_e2m1(|x| / S) for every finite bf16 and f16 magnitude,
 // at divisors S = s_t * s_b as the kernels form them (random tensor amaxes, every block scale),
