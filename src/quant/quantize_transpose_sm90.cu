@@ -206,6 +206,7 @@ struct TileShape {
   static_assert(kTileR * kCpr % kThreads == 0 && kPairs * (kTileR / kChunk) % kThreads == 0,
                 "whole chunks and units per thread");
   static_assert(kThreads % kCpr == 0, "a thread's row chunks sit at one column offset");
+  static_assert(kThreads % kUnitsPerRow == 0, "a thread's tile loads sit at one 16-byte unit");
   static_assert(kPairs % 4 == 0 && kTileR / kChunk == 8,
                 "a warp's units are 8 row chunks x 4 column pairs (see quantize_tile_kernel)");
   static_assert(kUnitsPerRow >= 8, "the tile swizzle XORs 16-byte units with the row chunk (0..7)");
@@ -272,15 +273,23 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
     int nrows;
     tile_rows(t, r0, nrows);
     const int units_in = ncols * static_cast<int>(sizeof(In)) / 16;  // of a row, inside x
-    const uint8_t* src = static_cast<const uint8_t*>(p.x) + (r0 * p.K + c0) * sizeof(In);
+    // The thread's unit u of rows rr0, rr0 + kRowStep, ...: one pointer stepped by a fixed byte
+    // stride (a 64-bit row product per load cost ~3 instructions per element of the kernel).
+    constexpr int kRowStep = kThreads / S::kUnitsPerRow;
+    const int u = tid % S::kUnitsPerRow, rr0 = tid / S::kUnitsPerRow;
+    const int64_t step = kRowStep * p.K * static_cast<int64_t>(sizeof(In));
+    const uint8_t* src =
+        static_cast<const uint8_t*>(p.x) + ((r0 + rr0) * p.K + c0) * sizeof(In) + u * 16;
+    const bool col_in = u < units_in;
 #pragma unroll
     for (int i = 0; i < S::kLoads; ++i) {
-      const int q = tid + i * kThreads, rr = q / S::kUnitsPerRow, u = q % S::kUnitsPerRow;
-      if (rr < nrows && u < units_in) {
-        cp_async16(buf + S::unit_at(rr, u), src + (rr * p.K) * sizeof(In) + u * 16);
+      const int rr = rr0 + i * kRowStep;
+      if (col_in && rr < nrows) {
+        cp_async16(buf + S::unit_at(rr, u), src);
       } else {
         *reinterpret_cast<uint4*>(buf + S::unit_at(rr, u)) = make_uint4(0, 0, 0, 0);
       }
+      src += step;
     }
     cp_async_commit();
   };
