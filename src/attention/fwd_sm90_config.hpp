@@ -178,6 +178,12 @@ constexpr bool kRescaleBeforePV<FwdTileD64Causal> = true;
 template <>
 constexpr bool kRescaleBeforePV<FwdTileD64CausalShort> = true;  // as measured (item 34)
 
+// The key step's P V wait pinned after the softmax (pin_after_softmax in fwd_sm90_mainloop.cuh),
+// so that a warpgroup's softmax of the next scores overlaps its own P V; without the pin ptxas
+// places the wait before the row max.
+template <class Tile>
+constexpr bool kPinPvWait = false;
+
 // Split-KV (fwd_combine.hpp): when a call has tiles for less than 80 % of the SMs (a decoding
 // step: a few query rows against long keys, few heads), each tile's key blocks are cut into
 // ranges that run as separate units, one unit per SM (also for the tiles that run three CTAs

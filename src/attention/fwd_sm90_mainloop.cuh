@@ -72,6 +72,21 @@ struct WarpGroupTurns {
   }
 };
 
+// ptxas hoists a key step's P V wait (`wgmma.wait_group 0`, nothing after it in program order
+// depends on it until the P conversion) to the top of its basic block, ahead of the softmax of the
+// next scores, so that a warpgroup's softmax would not overlap its own P V (perf-notes attention
+// item 49). It keeps shared-memory stores and wgmma waits in program order, though (the wait is
+// what makes a store over a wgmma's shared operands safe), so a store that depends on every row's
+// sum pins the wait after the exponentials. The store never executes: a sum of exponentials is
+// >= 0 or NaN, and NaN < 0 is false.
+template <int kRows>
+__device__ __forceinline__ void pin_after_softmax(const float (&row_sum)[kRows], uint32_t smem_word) {
+  float lowest = row_sum[0];
+  CUTE_UNROLL
+  for (int r = 1; r < kRows; ++r) lowest = fminf(lowest, row_sum[r]);
+  if (lowest < 0.f) asm volatile("st.shared.u32 [%0], %1;" ::"r"(smem_word), "r"(0u) : "memory");
+}
+
 template <class Traits>
 struct Mainloop {
   using Turns = WarpGroupTurns<Traits::kNumMmaWarpGroups>;
@@ -253,6 +268,9 @@ struct Mainloop {
       pipe_k.consumer_release(k_state);
       ++k_state;
       const bool rescale = masked_softmax(tSrS_next, n, true);
+      if constexpr (T::kPinPvWait) {
+        pin_after_softmax(softmax.row_sum, cute::cast_smem_ptr_to_uint(&ss.pin));
+      }
       warpgroup_wait<0>();  // P V done: O may be rescaled, V's stage released
       pipe_v.consumer_release(v_state);
       ++v_state;

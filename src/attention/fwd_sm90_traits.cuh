@@ -35,6 +35,7 @@ struct FwdTraits {
   static constexpr bool kTreeSoftmax = sm90::kTreeSoftmax<Tile>;
   static constexpr bool kLateVWait = sm90::kLateVWait<Tile>;
   static constexpr bool kRescaleBeforePV = sm90::kRescaleBeforePV<Tile>;
+  static constexpr bool kPinPvWait = sm90::kPinPvWait<Tile>;
 
   // One producer warpgroup (TMA) plus one consumer warpgroup per 64 query rows.
   static constexpr int kNumMmaWarpGroups = kBlockM / 64;
@@ -148,6 +149,7 @@ struct FwdTraits {
     typename PipelineKV::SharedStorage pipeline_v;
     alignas(8) uint64_t q_full[kQStages];   // TMA of Q landed (transaction barrier)
     alignas(8) uint64_t q_empty[kQStages];  // every consumer is done with Q (and O if it is there)
+    uint32_t pin;  // never written: the address of pin_after_softmax's store (fwd_sm90_mainloop.cuh)
   };
   static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage));
   static_assert(kSmemBytes <= kSmemLimit, "shared memory per block on sm_90");
