@@ -180,9 +180,20 @@ constexpr bool kRescaleBeforePV<FwdTileD64CausalShort> = true;  // as measured (
 
 // The key step's P V wait pinned after the softmax (pin_after_softmax in fwd_sm90_mainloop.cuh),
 // so that a warpgroup's softmax of the next scores overlaps its own P V; without the pin ptxas
-// places the wait before the row max.
+// places the wait before the row max. Measured per tile against the same tile unpinned (H100 A/B
+// x cuDNN, suite regime, two runs, perf-notes item 53): d = 256 gains from S = 1k on, most where
+// the 64-key tile runs without turns (non-causal 1k 1.070-1.071 -> 1.110, 2k 1.075 -> 1.088-1.091,
+// 16k 1.143 -> 1.159-1.160; causal 4k 1.154-1.157 -> 1.181-1.187), S = 512 +-1 % (non-causal
+// 1.043-1.048 -> 1.052-1.062, causal 0.947 -> 0.942); d = 128 moves -1.5 to +0.7 % (512 0.963 ->
+// 0.947-0.950, 16k 1.021-1.022 -> 1.028-1.031), so it stays unpinned; the d = 64 tiles lose 2-6 %
+// (192x128 non-causal 2k 1.087 -> 1.036, causal 8k 1.113 -> 1.074). The 64-row decoding tiles
+// were not measured and stay unpinned.
 template <class Tile>
 constexpr bool kPinPvWait = false;
+template <>
+constexpr bool kPinPvWait<FwdTile<256>> = true;
+template <>
+constexpr bool kPinPvWait<FwdTileD256Long> = true;
 
 // Split-KV (fwd_combine.hpp): when a call has tiles for less than 80 % of the SMs (a decoding
 // step: a few query rows against long keys, few heads), each tile's key blocks are cut into
