@@ -89,17 +89,21 @@ constexpr long long kD256LongTileMinSeqlenK = 2048;
 constexpr long long kD256CausalLongTileMinSeqlenK = 6144;
 
 // Ping-pong (the consumer warpgroups take turns issuing their wgmma batches, WarpGroupTurns in
-// fwd_sm90_mainloop.cuh) pays where the softmax is a large share of a key step: d = 64, and short
-// keys. At d = 128 and d = 256 with long keys the warpgroups issue faster in whatever order they
-// become ready (H100 A/B x cuDNN, bf16, turns -> no turns: d=128 S=2k-16k 0.989-0.992 -> 0.998-1.004
-// non-causal, 1.077-1.121 -> 1.077-1.135 causal; d=256 1.010-1.207 -> 1.015-1.223; but d=64 S=4k
-// 1.045 -> 1.013, d=128 causal S=512 0.950 -> 0.932, d=256 S=512-1k 0.88-0.94 -> 0.86-0.93).
+// fwd_sm90_mainloop.cuh) pays where the softmax is a large share of a key step: d = 64, short keys,
+// and d = 256 since its P V wait is pinned after the softmax (kPinPvWait). At d = 128 with long
+// keys the warpgroups issue faster in whatever order they become ready (H100 A/B x cuDNN, bf16,
+// turns -> no turns: d=128 S=2k-16k 0.989-0.992 -> 0.998-1.004 non-causal, 1.077-1.121 ->
+// 1.077-1.135 causal; but d=64 S=4k 1.045 -> 1.013, d=128 causal S=512 0.950 -> 0.932, d=256
+// S=512-1k 0.88-0.94 -> 0.86-0.93). d = 256 from 2k keys, pinned (session 32, two runs, no turns
+// -> turns): non-causal 8k 1.140-1.142 -> 1.148-1.149, 16k 1.156-1.157 -> 1.165-1.170, causal 2k
+// 1.118-1.121 -> 1.131-1.142, 4k 1.190-1.208 -> 1.210-1.223; 1k and non-causal 2k-4k within
+// +-0.4 % (perf-notes item 53).
 constexpr long long kNoPingpongMinSeqlenK = 2048;
 constexpr bool use_pingpong(int head_dim_bucket, long long seqlen_k) {
-  return head_dim_bucket < 128 || seqlen_k < kNoPingpongMinSeqlenK;
+  return head_dim_bucket != 128 || seqlen_k < kNoPingpongMinSeqlenK;
 }
 static_assert(use_pingpong(64, 1 << 20) && use_pingpong(128, 2047) && !use_pingpong(128, 2048) &&
-              !use_pingpong(256, 2048));
+              use_pingpong(256, 1 << 20));
 
 // Conditional O rescale (OnlineSoftmax in fwd_sm90_softmax.cuh): the subtracted row max moves only
 // past kRescaleLog2, and a warp none of whose rows moved skips O *= rescale. Measured per tile
