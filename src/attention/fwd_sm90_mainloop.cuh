@@ -12,7 +12,8 @@
 //   mask, softmax -> P', rescale factors;  wait PV;  O *= rescale;  P = P'
 // (where kConditionalRescale: only when a row of the warp moved its max, fwd_sm90_softmax.cuh;
 // where kRescaleBeforePV: the O *= rescale moves to between the next S and P V issues, so it
-// runs while Q K^T does; where !kLateVWait: V[n+1] is awaited before S is issued.
+// runs while Q K^T does; where !kLateVWait: V[n+1] is awaited before S is issued. ptxas moves
+// "wait PV" above the softmax unless kPinPvWait pins it there: pin_after_softmax below.
 // fwd_sm90_config.hpp says which tiles.)
 // and across warpgroups (pingpong, where use_pingpong() in fwd_sm90_config.hpp says so): the
 // warpgroups take turns issuing their wgmma batches, so the tensor cores run one warpgroup's GEMMs
