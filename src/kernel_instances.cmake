@@ -22,10 +22,10 @@ set(DEEPWELL_CUDA_SOURCES
   src/attention/fwd_sm90_inst_f16_d64_causal.cu
   src/attention/fwd_sm90_inst_bf16_d128_short.cu
   src/attention/fwd_sm90_inst_f16_d128_short.cu
+  src/attention/fwd_sm90_inst_bf16_d128_long.cu
+  src/attention/fwd_sm90_inst_f16_d128_long.cu
   src/attention/fwd_sm90_inst_bf16_d256_short.cu
   src/attention/fwd_sm90_inst_f16_d256_short.cu
-  src/attention/fwd_sm90_inst_bf16_d256_long.cu
-  src/attention/fwd_sm90_inst_f16_d256_long.cu
 
   # gemm, sm_90a (src/gemm/sm90_gemm.cuh): one file per row of src/gemm/gemm_sm90_table.hpp
   src/gemm/dispatch_cuda.cpp
@@ -79,11 +79,10 @@ set(DEEPWELL_CUDA_SOURCES
   src/quant/dequantize_sm90.cu
 )
 
-# The 80-key tiles of d = 256 need wgmma N = 80, which CuTe's GMMA op selectors offer only with the
+# The 64x160 GEMM tile needs wgmma N = 160, which CuTe's GMMA op selectors offer only with the
 # extended shape list (76k more header lines, ~30 s more per file, so only where it is needed);
-# without it they would silently pick 64x16 atoms (five per k-step).
-set_source_files_properties(src/attention/fwd_sm90_inst_bf16_d256_long.cu
-  src/attention/fwd_sm90_inst_f16_d256_long.cu src/gemm/gemm_inst_bf16_kk_bf16_pp_64x160.cu
+# without it they would silently pick smaller atoms.
+set_source_files_properties(src/gemm/gemm_inst_bf16_kk_bf16_pp_64x160.cu
   PROPERTIES COMPILE_DEFINITIONS CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED)
 
 # Kernel instances compile several to a translation unit: most of a file's build time is the

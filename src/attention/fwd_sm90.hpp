@@ -24,8 +24,8 @@ Status fwd_bf16_d128_short(const Problem& p, const Context& ctx, const SplitPlan
 Status fwd_f16_d128_short(const Problem& p, const Context& ctx, const SplitPlan& split);
 Status fwd_bf16_d256_short(const Problem& p, const Context& ctx, const SplitPlan& split);
 Status fwd_f16_d256_short(const Problem& p, const Context& ctx, const SplitPlan& split);
-// d = 256 with long keys (80-key tiles).
-Status fwd_bf16_d256_long(const Problem& p, const Context& ctx, const SplitPlan& split);
-Status fwd_f16_d256_long(const Problem& p, const Context& ctx, const SplitPlan& split);
+// d = 128 with long keys (the P V wait pinned).
+Status fwd_bf16_d128_long(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_f16_d128_long(const Problem& p, const Context& ctx, const SplitPlan& split);
 
 }  // namespace deepwell::attention::sm90

@@ -64,6 +64,11 @@ constexpr long long kShortQueryTileMaxSeqlenQ = 64;
 struct FwdTileD128Short : TilePolicy<64, 128, 2> {};
 struct FwdTileD256Short : TilePolicy<64, 64, 2> {};
 
+// d = 128 with long keys (seqlen_k >= kNoPingpongMinSeqlenK, where its warpgroups do not take
+// turns): FwdTile<128>'s shape and policies with the P V wait pinned (kPinPvWait), a separate
+// instance because pinned with turns, below 2k keys, it loses 0.5-1.9 % (perf-notes item 53).
+struct FwdTileD128Long : TilePolicy<128, 128, 2> {};
+
 // Longer queries run the unmasked tile, FwdTile<64> (192x128, the conditional rescale and the
 // tree softmax), masked: since those two policies it beats the 192x96 tile that causal d = 64 ran
 // from session 8 to 26 (no spill, but a third more softmax steps per key; H100 A/B x cuDNN,
@@ -71,22 +76,13 @@ struct FwdTileD256Short : TilePolicy<64, 64, 2> {};
 // 1.048-1.051 -> 1.100-1.101, 8k 1.084 -> 1.141-1.142, 16k 1.101-1.109 -> 1.172-1.182; 1536
 // 0.995-0.997 -> 0.991-0.994; perf-notes item 41).
 
-// d = 256 with long keys (seqlen_k >= 2048) runs 80-key tiles (FA3's choice): one softmax pass per
-// 80 keys instead of 64 pays from 2k keys on (H200 A/B x cuDNN, non-causal 64 -> 80: S=2k 0.95 ->
-// 0.97, 8k 0.96 -> 1.03, 16k 0.95 -> 1.03; causal 8k-16k 1.10 -> 1.18-1.19), while at S = 512 the
-// partial last key tile costs more than that (0.95 -> 0.90). 80 is not a power of two: its wgmma
-// atoms exist only with CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED (src/kernel_instances.cmake).
-struct FwdTileD256Long : TilePolicy<128, 80, 2> {};
-constexpr long long kD256LongTileMinSeqlenK = 2048;
-// With a right-bounded (causal) mask the 64-key tile stays up to 6k keys: it has room for O's
-// staging buffer at half width (fwd_sm90_traits.cuh), so the next tile's Q loads during the last
-// P V and the epilogue, while the 80-key tile stages O in Q's buffer and loads the next Q only
-// after the epilogue; causal tiles are short, so that wait weighs more (H100 A/B x cuDNN, 2-4 runs,
-// 80 keys -> 64 keys with the half-width O buffer: S=2k 1.046-1.101 -> 1.099-1.151, 4k
-// 1.170-1.191 -> 1.198-1.218, 6k 1.265-1.283 -> 1.263-1.266, 8k 1.254-1.261 -> 1.234-1.242, 16k
-// 1.287-1.290 -> 1.234-1.236; non-causal it loses from 2k: 1.086-1.090 -> 1.071, 4k 1.107-1.109
-// -> 1.034; perf-notes item 35).
-constexpr long long kD256CausalLongTileMinSeqlenK = 6144;
+// d = 256 runs its 64-key tile at every length. From session 5 to 32 it ran FA3's 80-key tile from
+// 2k keys (non-causal; causal from 6k): one softmax pass per 80 keys paid then (H200, 64 -> 80
+// keys: non-causal 8k 0.96 -> 1.03x cuDNN, causal 16k 1.10 -> 1.19). Since the 64-key tile pins
+// its P V wait and takes turns at every length (items 53-54) it wins or ties everywhere (H100 A/B
+// x cuDNN, 80 rep, 80 -> 64 keys: non-causal 2k 1.085 -> 1.135, 4k 1.114 -> 1.152, 8k 1.137 ->
+// 1.161, 16k 1.167 -> 1.165; causal 2k 1.055 -> 1.131, 6k 1.248 -> 1.283, 16k 1.318 -> 1.330),
+// and it has room for O's staging buffer at half width, which the 80-key tile did not.
 
 // Ping-pong (the consumer warpgroups take turns issuing their wgmma batches, WarpGroupTurns in
 // fwd_sm90_mainloop.cuh) pays where the softmax is a large share of a key step: d = 64, short keys,
@@ -125,8 +121,6 @@ template <>
 constexpr bool kConditionalRescale<FwdTileD64CausalShort> = true;
 template <>
 constexpr bool kConditionalRescale<FwdTile<256>> = true;
-template <>
-constexpr bool kConditionalRescale<FwdTileD256Long> = true;
 
 // Causal masks tested against their upper bound only where there is no left window (apply_mask):
 // the short-query d = 64 causal tile, whose diagonal blocks are ~40 % of its key steps at S = 512
@@ -140,6 +134,8 @@ template <class Tile>
 constexpr bool kOneBoundMask = false;
 template <>
 constexpr bool kOneBoundMask<FwdTile<128>> = true;
+template <>
+constexpr bool kOneBoundMask<FwdTileD128Long> = true;
 template <>
 constexpr bool kOneBoundMask<FwdTileD64Causal> = true;
 template <>
@@ -176,8 +172,6 @@ constexpr bool kRescaleBeforePV = false;
 template <>
 constexpr bool kRescaleBeforePV<FwdTile<256>> = true;
 template <>
-constexpr bool kRescaleBeforePV<FwdTileD256Long> = true;
-template <>
 constexpr bool kRescaleBeforePV<FwdTileD64Causal> = true;
 template <>
 constexpr bool kRescaleBeforePV<FwdTileD64CausalShort> = true;  // as measured (item 34)
@@ -189,7 +183,9 @@ constexpr bool kRescaleBeforePV<FwdTileD64CausalShort> = true;  // as measured (
 // the 64-key tile runs without turns (non-causal 1k 1.070-1.071 -> 1.110, 2k 1.075 -> 1.088-1.091,
 // 16k 1.143 -> 1.159-1.160; causal 4k 1.154-1.157 -> 1.181-1.187), S = 512 +-1 % (non-causal
 // 1.043-1.048 -> 1.052-1.062, causal 0.947 -> 0.942); d = 128 moves -1.5 to +0.7 % (512 0.963 ->
-// 0.947-0.950, 16k 1.021-1.022 -> 1.028-1.031), so it stays unpinned; the d = 64 tiles lose 2-6 %
+// 0.947-0.950, 16k 1.021-1.022 -> 1.028-1.031): pinned without turns it gains 0.6-1.0 % from 2k
+// keys non-causal (+0.1-0.5 % causal), with turns it loses below 2k, so only its long-key tile
+// (FwdTileD128Long) is pinned; the d = 64 tiles lose 2-6 %
 // (192x128 non-causal 2k 1.087 -> 1.036, causal 8k 1.113 -> 1.074). The 64-row tiles of d = 128
 // and 256 (one consumer warpgroup, so no other warpgroup's GEMMs cover its softmax) gain at each
 // of 19 decoding shapes (CUDA-graph time, one run): 0.1-1 % at one query row on long keys, packed
@@ -201,7 +197,7 @@ constexpr bool kPinPvWait = false;
 template <>
 constexpr bool kPinPvWait<FwdTile<256>> = true;
 template <>
-constexpr bool kPinPvWait<FwdTileD256Long> = true;
+constexpr bool kPinPvWait<FwdTileD128Long> = true;
 template <>
 constexpr bool kPinPvWait<FwdTileD128Short> = true;
 template <>
@@ -228,6 +224,49 @@ constexpr int choose_splits(long long tiles, long long sms, long long key_blocks
 static_assert(choose_splits(32, 132, 64) == 4 && choose_splits(106, 132, 64) == 1 &&
               choose_splits(8, 132, 64) == 16 && choose_splits(1, 132, 4096) == 32 &&
               choose_splits(8, 132, 16) == 8 && choose_splits(32, 132, 3) == 1);
+
+// Split tail (TailPlan, fwd_combine.hpp): fixed-length calls without a mask whose tiles leave the
+// last round of the persistent grid partly idle (2048 d = 128 tiles on 132 SMs: 15.5 rounds, the
+// 16th half empty, ~3 % of the time; perf-notes attention items 46, 54) run that round's tiles as
+// s key ranges each, of ceil(blocks / s) key blocks. Cost model, in key-block steps, each unit
+// paying kTailUnitSteps more for its start and its O (Q load, first Q K^T, epilogue): whole, the
+// last round takes blocks + kTailUnitSteps; split, ceil(rem s / grid) rounds of ceil(blocks / s)
+// + kTailUnitSteps. The best s of 2..kMaxTailSplits (no empty range) is taken when it saves at
+// least 1.5 % of the call's steps: the partial stores and the combine (a second launch) cost
+// about 1 % at 2k keys, less at longer ones (H100 A/B x cuDNN, two runs, d = 128 non-causal, tail
+// off -> thirds: 2k 1.006-1.010 -> 0.997-0.998, a 1.1 % model gain; 4k 1.024 -> 1.027-1.028, 1.7 %;
+// 8k 1.035-1.039 -> 1.047-1.048; 16k 1.025-1.034 -> 1.039-1.050; d = 64 2k 1.091 -> 1.103-1.106,
+// 4k 1.098-1.100 -> 1.120-1.122).
+constexpr int kMaxTailSplits = 4;
+constexpr long long kTailUnitSteps = 1;
+struct TailChoice {
+  long long whole_tiles;
+  int splits;  // 1: no split tail
+};
+constexpr TailChoice choose_tail(long long tiles, long long grid, long long key_blocks) {
+  if (grid <= 0 || tiles <= grid || key_blocks < 2) return {tiles, 1};
+  const long long rem = tiles % grid, rounds = tiles / grid;
+  if (rem == 0) return {tiles, 1};
+  const long long whole_cost = key_blocks + kTailUnitSteps;
+  long long best = whole_cost;
+  int best_s = 1;
+  for (int s = 2; s <= kMaxTailSplits; ++s) {
+    const long long per = (key_blocks + s - 1) / s;
+    if ((s - 1) * per >= key_blocks) continue;  // the last range would be empty
+    const long long cost = (rem * s + grid - 1) / grid * (per + kTailUnitSteps);
+    if (cost < best) best = cost, best_s = s;
+  }
+  if (best_s == 1 || (whole_cost - best) * 200 < 3 * (rounds + 1) * whole_cost) return {tiles, 1};
+  return {rounds * grid, best_s};
+}
+// d = 128 (2048 tiles of 128 rows on 132 SMs): 4k keys in thirds (32 key blocks), 2k not (a 1.1 %
+// gain), 1k not; d = 64 2k (2816 tiles of 192 rows) in thirds; d = 256 (1024 tiles: the last
+// round 76 % full) not.
+static_assert(choose_tail(2048, 132, 32).splits == 3 && choose_tail(2048, 132, 32).whole_tiles == 1980 &&
+              choose_tail(2048, 132, 16).splits == 1 && choose_tail(2048, 132, 8).splits == 1 &&
+              choose_tail(2048, 132, 4).splits == 1 && choose_tail(2816, 132, 16).splits == 3 &&
+              choose_tail(1024, 132, 32).splits == 1 && choose_tail(1024, 132, 256).splits == 1 &&
+              choose_tail(1980, 132, 64).splits == 1 && choose_tail(100, 132, 64).splits == 1);
 
 // The bucket a head dimension runs on (0: not supported on CUDA).
 constexpr int head_dim_bucket(long long d) {

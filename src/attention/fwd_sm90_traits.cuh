@@ -103,20 +103,20 @@ struct FwdTraits {
   static constexpr int kSmemLimit = 228 * 1024 / kCtasPerSm / 1024 * 1024 - 1024;
   static constexpr int kRoom =
       kSmemLimit - 1024 - int(kQBytes) - 2 * kStages * int(kKVBytes);
-  // O gets its own buffer when it fits: then the consumers release Q as soon as their last
-  // Q K^T is done and the next tile's Q loads during this tile's last P V and epilogue. Where only
-  // half of it fits (d = 256 with 64-key tiles), the buffer holds half of O's columns and the
-  // epilogue stores O in two passes (H100 A/B x cuDNN against staging O in Q's buffer, two runs:
+  // O has its own staging buffer: the consumers release Q as soon as their last Q K^T is done and
+  // the next tile's Q loads during this tile's last P V and epilogue. Where only half of it fits
+  // (d = 256), the buffer holds half of O's columns and the epilogue stores O in two passes (H100
+  // A/B x cuDNN against staging O in Q's buffer and releasing Q after the epilogue, two runs:
   // S=512 0.905-0.922 -> 0.950-0.964 causal, 0.999-1.007 -> 1.054-1.063 non-causal; 1k
-  // 0.992-1.011 -> 1.038-1.060 and 1.045-1.050 -> 1.084-1.086; perf-notes item 35). Otherwise
-  // (d = 256 with 80 keys) O is staged in Q's buffer and Q is released after the epilogue.
-  static constexpr bool kSeparateO = kRoom >= int(kQBytes) / 2;
-  static constexpr int kOCols = kRoom >= int(kQBytes) || !kSeparateO ? kHeadDim : kHeadDim / 2;
+  // 0.992-1.011 -> 1.038-1.060 and 1.045-1.050 -> 1.084-1.086; perf-notes item 35). The one tile
+  // that had no room even for half (d = 256 with 80 keys) is retired (item 54).
+  static_assert(kRoom >= int(kQBytes) / 2, "no room for O's staging buffer, even at half width");
+  static constexpr int kOCols = kRoom >= int(kQBytes) ? kHeadDim : kHeadDim / 2;
   static constexpr int kOPasses = kHeadDim / kOCols;  // epilogue store passes
   static constexpr int kOBytes = kBlockM * kOCols * int(sizeof(Element));
   // Q is double-buffered when that fits too: the next tile's Q then loads during this whole tile
   // instead of between this tile's last Q K^T and the next tile's first.
-  static constexpr int kQStages = kSeparateO && kRoom >= kOBytes + int(kQBytes) ? 2 : 1;
+  static constexpr int kQStages = kRoom >= kOBytes + int(kQBytes) ? 2 : 1;
 
   // O's staging buffer: one 64-row block of kOCols columns per consumer warpgroup, each laid out
   // like Q (so one TMA box of 64 rows per 128-byte column band stores it).
@@ -144,17 +144,16 @@ struct FwdTraits {
     alignas(1024) cute::array_aligned<Element, cosize_v<SmemLayoutQ> * kQStages> q;
     alignas(1024) cute::array_aligned<Element, cosize_v<SmemLayoutK>> k;
     alignas(1024) cute::array_aligned<Element, cosize_v<SmemLayoutV>> v;
-    alignas(1024) cute::array_aligned<Element, kSeparateO ? cosize_v<SmemLayoutO> : 8> o;
+    alignas(1024) cute::array_aligned<Element, cosize_v<SmemLayoutO>> o;
     typename PipelineKV::SharedStorage pipeline_k;
     typename PipelineKV::SharedStorage pipeline_v;
     alignas(8) uint64_t q_full[kQStages];   // TMA of Q landed (transaction barrier)
-    alignas(8) uint64_t q_empty[kQStages];  // every consumer is done with Q (and O if it is there)
+    alignas(8) uint64_t q_empty[kQStages];  // every consumer is done with Q
     uint32_t pin;  // never written: the address of pin_after_softmax's store (fwd_sm90_mainloop.cuh)
   };
   static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage));
   static_assert(kSmemBytes <= kSmemLimit, "shared memory per block on sm_90");
-  static_assert((kSeparateO || cosize_v<SmemLayoutO> == cosize_v<SmemLayoutQ>) &&
-                cosize_v<SmemLayoutOWarpGroup> * kNumMmaWarpGroups == cosize_v<SmemLayoutO>);
+  static_assert(cosize_v<SmemLayoutOWarpGroup> * kNumMmaWarpGroups == cosize_v<SmemLayoutO>);
   static_assert(kOCols % 64 == 0 && kOPasses * kOCols == kHeadDim);
   using FragmentO = decltype(partition_fragment_C(TiledMmaPV{}, select<0, 1>(TileShapePV{})));
   using FragmentOPass =
@@ -199,6 +198,16 @@ struct FwdParams {
   // buffers, at split * o_split_stride / lse_split_stride (fwd_combine.cu merges them).
   int num_splits = 1;
   int64_t o_split_stride = 0, lse_split_stride = 0;
+
+  // Split tail (num_splits == 1; fwd_combine.hpp): the tiles from whole_tiles on (those of a
+  // partial last round) run as tail_splits key ranges each, as units whole_tiles + (tile -
+  // whole_tiles) * tail_splits + range, whose O (normalized over the range, in the output dtype)
+  // and LSE go to the compact partial buffers at unit - whole_tiles (TileCoord::part): kBlockM
+  // rows of head_dim elements and kBlockM floats per unit. whole_tiles = num_tiles: no tail.
+  int whole_tiles = 0;
+  int tail_splits = 1;
+  void* tail_o = nullptr;
+  float* tail_lse = nullptr;
 };
 
 }  // namespace deepwell::attention::sm90

@@ -106,10 +106,9 @@ def test_d64_right_bounded_tiles(sq_sk, seed):
 @pytest.mark.parametrize(
     "sq_sk", [(2047, 2047), (2049, 2049), (333, 2100), (2100, 333), (6143, 6143), (700, 6145)])
 def test_d256_long_key_tiles(sq_sk, seed):
-    """d = 256 runs 80-key tiles from seqlen_k 2048 on, or from 6144 with a right bound (causal,
-    windows); below that 64-key tiles that store O in two passes of 128 columns: odd lengths,
-    partial last key tiles, GQA, causal bottom-right aligned, windows narrower than a tile, both
-    dtypes."""
+    """d = 256 runs 64-key tiles that store O in two passes of 128 columns at every length (80-key
+    tiles ran from 2k keys until session 33): odd lengths around the old thresholds, partial last
+    key tiles, GQA, causal bottom-right aligned, windows narrower than a tile, both dtypes."""
     Sq, Sk = sq_sk
     g = torch.Generator(device="cuda").manual_seed(seed)
     for dtype in (torch.bfloat16, torch.float16):
@@ -118,8 +117,7 @@ def test_d256_long_key_tiles(sq_sk, seed):
         check(q, k, v)
         check(q, k, v, causal=True)
         check(q, k, v, window=(37, 5))
-    # varlen: max_seqlen_k >= 2048 picks the 80-key tile for every sequence (64 keys with a
-    # right bound), empty ones included.
+    # varlen with long and empty sequences.
     lens_q, lens_k = [5, 0, 1300, 77], [2100, 3, 0, 90]
     cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device="cuda")
     cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device="cuda")
@@ -328,8 +326,9 @@ def test_many_tiles_per_cta(max_grid, monkeypatch, seed):
 @pytest.mark.parametrize("max_grid", [0, 2])
 @pytest.mark.parametrize("sq_sk", [(2047, 2047), (2048, 2048), (300, 2049), (2049, 300)])
 def test_pingpong_threshold(sq_sk, max_grid, monkeypatch, seed):
-    """d = 128 drops the warpgroups' turn-taking from seqlen_k 2048 on (d = 256 keeps it)
-    (fwd_sm90_config.hpp use_pingpong): both sides of the threshold, both dtypes, causal, windows,
+    """d = 128 drops the warpgroups' turn-taking from seqlen_k 2048 on (d = 256 keeps it) and
+    runs its pinned long-key instance there (fwd_sm90_config.hpp use_pingpong, FwdTileD128Long):
+    both sides of the threshold, both dtypes, causal, windows,
     GQA, many tiles per CTA (max_grid 2: the warpgroups drift apart across tiles without turns),
     and bitwise repeatable."""
     if max_grid:
@@ -429,6 +428,74 @@ def test_split_kv_chosen_for_decoding(seed):
     k, v = kv[:, :, 0], kv[:, :, 1]
     expected, _ = check(q, k, v)
     check(q, k, v, causal=True)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        on_side = deepwell.attention(q, k, v)
+    torch.cuda.current_stream().wait_stream(s)
+    assert torch.equal(on_side, expected)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = deepwell.attention(q, k, v)
+    q.copy_(rand(q.shape, q.dtype, g))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(captured, deepwell.attention(q, k, v))
+
+
+TAIL_SHAPES = [  # (B, Sq, Sk, Hq, Hkv, D): unmasked calls, many tiles
+    (2, 300, 1000, 4, 2, 128),
+    (1, 1000, 517, 3, 3, 64),
+    (2, 200, 700, 2, 1, 256),
+    (1, 700, 2100, 2, 2, 256),
+    (3, 129, 390, 2, 1, 96),
+    (1, 4097, 129, 2, 2, 128),
+]
+
+
+@pytest.mark.parametrize("max_grid", [0, 3])
+@pytest.mark.parametrize("tail", [2, 3, 4])
+@pytest.mark.parametrize("shape", TAIL_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_split_tail_forced(shape, tail, max_grid, monkeypatch, seed):
+    """The split tail (fwd_combine.hpp TailPlan) forced on the second half of the tiles
+    (DEEPWELL_ATTN_TAIL): whole tiles to the output, the tail's key ranges (some of one block,
+    partial last blocks, odd lengths) to the compact buffers, merged by combine_tail; LSE, both
+    dtypes, GQA, every bucket, many tiles per CTA (max_grid 3), strided output, bitwise
+    repeatable; masked calls ignore the switch."""
+    monkeypatch.setenv("DEEPWELL_ATTN_TAIL", str(tail))
+    if max_grid:
+        monkeypatch.setenv("DEEPWELL_ATTN_MAX_GRID", str(max_grid))
+    B, Sq, Sk, Hq, Hkv, D = shape
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    for dtype in (torch.bfloat16, torch.float16):
+        q = rand((B, Sq, Hq, D), dtype, g)
+        k, v = rand((B, Sk, Hkv, D), dtype, g), rand((B, Sk, Hkv, D), dtype, g)
+        check(q, k, v)
+        check(q, k, v, causal=True)
+        a, b = deepwell.attention(q, k, v), deepwell.attention(q, k, v)
+        assert torch.equal(a, b), "not bitwise repeatable"
+        wide = torch.full((B, Sq, Hq, D + 8), float("nan"), device="cuda", dtype=dtype)
+        out = wide[..., :D]
+        deepwell.ops.forward_into(q, k, v, out, None)
+        assert torch.equal(out, a), "strided output differs"
+    big = rand((1, 64, 2, 128), torch.bfloat16, g, scale=1e3)  # peaked softmax across ranges
+    kb, vb = rand((1, 3000, 2, 128), torch.bfloat16, g, scale=1e3), rand((1, 3000, 2, 128), torch.bfloat16, g)
+    check(big, kb, vb)
+
+
+def test_split_tail_chosen(monkeypatch, seed):
+    """The default plan splits the last round's tiles of an unmasked call whose round leaves most
+    SMs idle (140 one-block tiles on 16 key blocks: 132 whole, 8 in quarters on an H100); the
+    result matches the call with the tail turned off (DEEPWELL_ATTN_TAIL=1) within rounding;
+    on a side stream and captured in a CUDA graph (scratch from torch's caching allocator)."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = rand((1, 128, 140, 128), torch.bfloat16, g)
+    k, v = rand((1, 2048, 35, 128), torch.bfloat16, g), rand((1, 2048, 35, 128), torch.bfloat16, g)
+    expected, lse = check(q, k, v)
+    monkeypatch.setenv("DEEPWELL_ATTN_TAIL", "1")
+    off, lse_off = run(q, k, v)
+    monkeypatch.delenv("DEEPWELL_ATTN_TAIL")
+    assert rel_l2(off, expected) <= 1e-2 and rel_l2(lse_off, lse) <= 1e-5
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
