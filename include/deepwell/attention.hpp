@@ -40,12 +40,9 @@ DEEPWELL_API Status attention_forward(const AttentionForwardArgs& args, const Co
 // Scratch bytes attention_forward can use for these arguments (0 on CPU, and on CUDA when it would
 // not split). On CUDA, calls with too few query tiles to fill the GPU (decoding: a few query rows
 // against long keys) split each tile's keys into ranges that run in parallel, and merge them in a
-// second kernel; unmasked fixed-length calls whose last round of tiles would leave many SMs idle
-// split that round's tiles the same way (the split tail). The partial results need this much
-// scratch in Context::workspace, or Context::allocate_workspace. Without it (or with a smaller
-// workspace) the call runs unsplit: the same results within rounding, slower.
-// DEEPWELL_ATTN_SPLITS=<n> forces n ranges per tile, DEEPWELL_ATTN_TAIL=<n> n ranges on the second
-// half of the tiles (1: no split tail).
+// second kernel; the partial results need this much scratch in Context::workspace, or
+// Context::allocate_workspace. Without it (or with a smaller workspace) the call runs unsplit:
+// the same results within rounding, slower. DEEPWELL_ATTN_SPLITS=<n> forces n ranges.
 DEEPWELL_API Status attention_forward_workspace_size(const AttentionForwardArgs& args,
                                                      size_t* bytes);
 

@@ -188,7 +188,7 @@ def gemm(a, b, *, bias=None, c=None, alpha: float = 1.0, beta: float = 0.0,
 
 def _alloc_workspace(nbytes: int, device: int):
     """Scratch memory for one CUDA call (GEMM: split-K partials, transposed operand copies;
-    attention: the partial results of split-KV and of the split tail), from
+    attention: split-KV's partial results), from
     torch's caching allocator on the current stream. The native call asks for it once it has
     chosen its plan, only when the plan uses scratch, and frees it on return (in stream order)."""
     torch = sys.modules["torch"]  # the caller passed torch tensors, so it is loaded

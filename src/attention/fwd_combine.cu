@@ -1,5 +1,4 @@
-// The split-KV combine kernel (fwd_combine.hpp): one warp per (row, head), at most 32 splits; and
-// the split tail's (one thread per 16-byte chunk of a tail row).
+// The split-KV combine kernel (fwd_combine.hpp): one warp per (row, head), at most 32 splits.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -51,10 +50,12 @@ __device__ __forceinline__ uint32_t from_float2(float a, float b) {
 
 constexpr int kWarpsPerBlock = 4;
 
-// Both combine kernels run as programmatic dependents of the attention kernel (PDL): the attention
-// kernel lets them launch as soon as it starts (griddepcontrol.launch_dependents), so their launch
-// overlaps its run instead of following its end, and each combine thread waits in
-// griddepcontrol.wait until the attention kernel has completed and its writes are visible.
+// The combine runs as a programmatic dependent of the attention kernel (PDL): the attention kernel
+// lets it launch as soon as it starts (griddepcontrol.launch_dependents, with split-KV only), so
+// its launch overlaps that kernel's run instead of following its end, and each combine thread
+// waits in griddepcontrol.wait until the attention kernel has completed and its writes are
+// visible. (H100, CUDA-graph time, plain launch -> PDL: packed GQA 1 x 2k keys 9.8 -> 9.4 us, MQA
+// 32k 16.5 -> 16.0; 17 other decoding shapes within -2 / +1 %.)
 __device__ __forceinline__ void wait_for_attention() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 }
@@ -162,123 +163,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
   }
 }
 
-// Split tail (TailPlan in fwd_combine.hpp): thread t merges the 16-byte column chunk t % chunks
-// of row t / chunks of the tail's rows (tail tile j = row / block_m, row r = row % block_m, the
-// tile whole_tiles + j in the unmasked order: heads outer, m-blocks inner). The tail is a few
-// thousand rows with at most a handful of ranges each, so each thread walks its ranges itself.
-struct TailParams {
-  const void* o_part;
-  const float* lse_part;
-  int splits, whole_tiles, tail_tiles, block_m, num_m_blocks, heads, seqlen_q, head_dim;
-  void* out;
-  int64_t o_batch, o_row, o_head;
-  float* lse;  // optional
-  int64_t l_batch, l_head, l_row;
-};
-
-constexpr int kTailThreads = 256;
-
-template <class T>
-__global__ void __launch_bounds__(kTailThreads) combine_tail_kernel(const TailParams p) {
-  const int chunks = p.head_dim / 8;
-  const int64_t t = int64_t(blockIdx.x) * kTailThreads + threadIdx.x;
-  const int64_t item = t / chunks;
-  if (item >= int64_t(p.tail_tiles) * p.block_m) return;
-  const int chunk = static_cast<int>(t % chunks);
-  const int j = static_cast<int>(item / p.block_m), r = static_cast<int>(item % p.block_m);
-  const int tile = p.whole_tiles + j;
-  const int bh = tile / p.num_m_blocks;
-  const int row = (tile % p.num_m_blocks) * p.block_m + r;
-  if (row >= p.seqlen_q) return;  // past the sequence: no unit wrote it
-  const int head = bh % p.heads, batch = bh / p.heads;
-  wait_for_attention();
-
-  // lse = log sum_s exp(lse_s); O = sum_s exp(lse_s - lse) O_s (a range none of whose keys the
-  // row sees has lse_s = -inf and weight 0).
-  const int64_t unit0 = int64_t(j) * p.splits;
-  float ls[kMaxTailCombineSplits];
-  float m = -INFINITY;
-#pragma unroll
-  for (int s = 0; s < kMaxTailCombineSplits; ++s) {
-    ls[s] = s < p.splits ? __ldg(p.lse_part + (unit0 + s) * p.block_m + r) : -INFINITY;
-    m = fmaxf(m, ls[s]);
-  }
-  float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-  float lse = -INFINITY;
-  if (m != -INFINITY) {
-    float sum = 0.f;
-#pragma unroll
-    for (int s = 0; s < kMaxTailCombineSplits; ++s) sum += ls[s] == -INFINITY ? 0.f : expf(ls[s] - m);
-    lse = m + logf(sum);
-#pragma unroll
-    for (int s = 0; s < kMaxTailCombineSplits; ++s) {
-      if (s >= p.splits || ls[s] == -INFINITY) continue;
-      const float w = expf(ls[s] - lse);
-      const uint4 v = __ldg(reinterpret_cast<const uint4*>(
-          static_cast<const T*>(p.o_part) + ((unit0 + s) * p.block_m + r) * p.head_dim +
-          8 * chunk));
-      const uint32_t words[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const float2 f = to_float2<T>(words[k]);
-        acc[2 * k] = fmaf(w, f.x, acc[2 * k]);
-        acc[2 * k + 1] = fmaf(w, f.y, acc[2 * k + 1]);
-      }
-    }
-  }
-  T* out = static_cast<T*>(p.out) + batch * p.o_batch + row * p.o_row + head * p.o_head +
-           8 * chunk;
-  uint4 v;
-  v.x = from_float2<T>(acc[0], acc[1]);
-  v.y = from_float2<T>(acc[2], acc[3]);
-  v.z = from_float2<T>(acc[4], acc[5]);
-  v.w = from_float2<T>(acc[6], acc[7]);
-  *reinterpret_cast<uint4*>(out) = v;
-  if (p.lse != nullptr && chunk == 0) {
-    p.lse[batch * p.l_batch + head * p.l_head + row * p.l_row] = lse;
-  }
-}
-
 }  // namespace
-
-Status combine_tail(const Problem& p, const SplitPlan& plan, void* stream) {
-  const TailPlan& tail = plan.tail;
-  const int64_t tiles = int64_t(plan.num_m_blocks) * p.heads_q * p.batch;
-  if (tail.splits < 2 || tail.splits > kMaxTailCombineSplits || tail.whole_tiles < 0 ||
-      tail.whole_tiles >= tiles || p.head_dim % 8 != 0 || p.varlen || p.window_right >= 0) {
-    return Status(StatusCode::kInternal, "attention_forward: inconsistent split-tail plan");
-  }
-  TailParams c{};
-  c.o_part = plan.tail_o;
-  c.lse_part = plan.tail_lse;
-  c.splits = tail.splits;
-  c.whole_tiles = tail.whole_tiles;
-  c.tail_tiles = static_cast<int>(tiles - tail.whole_tiles);
-  c.block_m = plan.block_m;
-  c.num_m_blocks = plan.num_m_blocks;
-  c.heads = static_cast<int>(p.heads_q);
-  c.seqlen_q = static_cast<int>(p.seqlen_q);
-  c.head_dim = static_cast<int>(p.head_dim);
-  c.out = p.out;
-  c.o_batch = p.o_stride.batch;
-  c.o_row = p.o_stride.row;
-  c.o_head = p.o_stride.head;
-  c.lse = p.lse;
-  c.l_batch = p.lse_batch_stride;
-  c.l_head = p.lse_head_stride;
-  c.l_row = p.lse_row_stride;
-  const int64_t threads = int64_t(c.tail_tiles) * c.block_m * (c.head_dim / 8);
-  const int64_t blocks = (threads + kTailThreads - 1) / kTailThreads;
-  if (blocks > 0x7fffffff) {
-    return Status(StatusCode::kNotSupported, "attention_forward: split tail too large");
-  }
-  auto kernel = p.dtype == DType::kBF16 ? combine_tail_kernel<__nv_bfloat16>
-                                        : combine_tail_kernel<__half>;
-  const cudaError_t e = launch_dependent(kernel, static_cast<unsigned>(blocks), kTailThreads,
-                                         static_cast<cudaStream_t>(stream), c);
-  (void)cudaGetLastError();  // e is this launch's error; leave none behind for the next call
-  return detail::cuda_status(e, "attention_forward (split-tail combine)", "kernel launch");
-}
 
 Status combine_splits(const Problem& p, const SplitPlan& plan, void* stream) {
   const SplitLayout& s = plan.layout;

@@ -20,8 +20,6 @@ namespace deepwell::attention {
 
 // The combine kernel keeps one split per lane of a warp.
 constexpr int kMaxCombineSplits = 32;
-// The split tail's combine keeps its ranges' LSEs in registers.
-constexpr int kMaxTailCombineSplits = 8;
 
 // Partial buffers of a split launch, contiguous: O_part (splits, batches, rows, heads, head_dim)
 // in the output dtype, then at the next 256-byte boundary LSE_part (splits, batches, heads, rows)
@@ -52,38 +50,11 @@ inline SplitLayout split_layout(const Problem& p, int splits) {
   return l;
 }
 
-// Split tail (fixed-length calls without a mask, splits == 1): when the tiles' last round would
-// leave many CTAs idle, the tiles of that round (from whole_tiles on, in the scheduler's order)
-// run as tail_splits key ranges each, so the round's work spreads over all CTAs (a tile in
-// thirds: 2048 tiles on 132 SMs take 15 2/3 tile times instead of 16). Those units write O and
-// the LSE to compact partial buffers, (tail tiles x tail_splits) units of block_m rows:
-// O_part[unit][row][head_dim] in the output dtype, then at the next 256-byte boundary
-// LSE_part[unit][row] fp32; combine_tail merges them into the output.
-struct TailPlan {
-  int whole_tiles = 0;  // tiles run whole (all when splits == 1)
-  int splits = 1;       // key ranges per tail tile
-};
-
-inline int64_t tail_units(int64_t tiles, const TailPlan& t) {
-  return (tiles - t.whole_tiles) * t.splits;
-}
-inline size_t tail_o_bytes(int64_t units, int64_t block_m, int64_t head_dim) {
-  return (size_t(units) * size_t(block_m) * size_t(head_dim) * 2 + 255) / 256 * 256;
-}
-inline size_t tail_workspace_bytes(int64_t units, int64_t block_m, int64_t head_dim) {
-  return tail_o_bytes(units, block_m, head_dim) + size_t(units) * size_t(block_m) * sizeof(float);
-}
-
 struct SplitPlan {
   int splits = 1;
   void* o_part = nullptr;
   float* lse_part = nullptr;
   SplitLayout layout;
-  // Split tail (splits == 1 only): tail.splits > 1 when planned and given scratch.
-  TailPlan tail;
-  int block_m = 0, num_m_blocks = 0;  // the tile geometry the tail was planned with
-  void* tail_o = nullptr;
-  float* tail_lse = nullptr;
 };
 
 // Bytes of the partial buffers for `splits`.
@@ -100,9 +71,8 @@ inline SplitPlan split_plan_in(const Problem& p, int splits, void* workspace) {
   return plan;
 }
 
-// Merges the partial buffers into p.out (and p.lse when given) on `stream`.
+// Merges the partial buffers into p.out (and p.lse when given) on `stream`, as a programmatic
+// dependent of the attention kernel just launched there.
 Status combine_splits(const Problem& p, const SplitPlan& plan, void* stream);
-// Merges a split tail's partial buffers into p.out (and p.lse when given) on `stream`.
-Status combine_tail(const Problem& p, const SplitPlan& plan, void* stream);
 
 }  // namespace deepwell::attention

@@ -1,6 +1,5 @@
 // CUDA dispatch of attention_forward: device checks, the instance for (dtype, head-dim bucket,
-// tile), split-KV (fwd_combine.hpp) when the call has too few tiles to fill the GPU, and the split
-// tail when its last round of tiles would leave SMs idle.
+// tile), and split-KV (fwd_combine.hpp) when the call has too few tiles to fill the GPU.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -16,17 +15,16 @@ namespace {
 
 constexpr std::string_view kOp = "attention_forward";
 static_assert(sm90::kMaxSplits <= kMaxCombineSplits, "the combine kernel's split limit");
-static_assert(sm90::kMaxTailSplits <= kMaxTailCombineSplits, "the tail combine's split limit");
 
 // The compiled instance a problem runs on, with its tile's shape.
 struct Instance {
   Status (*run)(const Problem&, const Context&, const SplitPlan&) = nullptr;
-  int block_m = 0, block_n = 0, ctas_per_sm = 1;
+  int block_m = 0, block_n = 0;
 };
 
 template <class Tile>
 Instance instance(Status (*run)(const Problem&, const Context&, const SplitPlan&)) {
-  return {run, Tile::kBlockM, Tile::kBlockN, Tile::kCtasPerSm};
+  return {run, Tile::kBlockM, Tile::kBlockN};
 }
 
 Instance choose_instance(const Problem& p) {
@@ -104,41 +102,13 @@ Problem packed_for_decoding(const Problem& p) {
   return packed;
 }
 
-// Split tail (fwd_sm90_config.hpp, choose_tail) for fixed-length calls without a mask that run
-// unsplit; DEEPWELL_ATTN_TAIL=<n> forces n ranges on the second half of the tiles (tests: the
-// tail path on small problems; 1 turns it off).
-sm90::TailChoice plan_tail(const Problem& p, const Instance& in, int splits, int sm_count) {
-  const int64_t m_blocks = (p.seqlen_q + in.block_m - 1) / in.block_m;
-  const int64_t tiles = m_blocks * p.heads_q * p.batch;
-  const int64_t key_blocks = (p.seqlen_k + in.block_n - 1) / in.block_n;
-  if (splits > 1 || p.varlen || p.window_left >= 0 || p.window_right >= 0 || tiles < 2 ||
-      tiles >= (int64_t{1} << 30)) {
-    return {tiles, 1};
-  }
-  if (const char* env = std::getenv("DEEPWELL_ATTN_TAIL")) {
-    const int forced = std::atoi(env);
-    if (forced >= 1) return {tiles / 2, std::min(forced, sm90::kMaxTailSplits)};
-  }
-  return sm90::choose_tail(tiles, int64_t(sm_count) * in.ctas_per_sm, key_blocks);
-}
-
-// What a call runs: the problem as the kernels see it (packed_for_decoding), its instance, its
-// key ranges per tile and its split tail. forward_cuda and forward_workspace_cuda both plan
-// through here, so the size query always matches the call. The caller holds a DeviceGuard for
-// the problem's device.
+// What a call runs: the problem as the kernels see it (packed_for_decoding), its instance and its
+// key ranges per tile. forward_cuda and forward_workspace_cuda both plan through here, so the size
+// query always matches the call. The caller holds a DeviceGuard for the problem's device.
 struct Plan {
   Problem problem;
   Instance instance;
   int splits = 1;
-  sm90::TailChoice tail{0, 1};
-  int64_t num_m_blocks = 0;
-
-  size_t tail_bytes() const {
-    if (tail.splits < 2) return 0;
-    const int64_t tiles = num_m_blocks * problem.heads_q * problem.batch;
-    return tail_workspace_bytes((tiles - tail.whole_tiles) * tail.splits, instance.block_m,
-                                problem.head_dim);
-  }
 };
 
 Status plan_call(const Problem& problem, Plan* plan) {
@@ -149,26 +119,6 @@ Status plan_call(const Problem& problem, Plan* plan) {
   const detail::DeviceInfo* info = nullptr;
   DW_TRY(detail::device_info(problem.device.index, &info));
   plan->splits = plan_splits(plan->problem, plan->instance, info->sm_count);
-  plan->num_m_blocks =
-      (plan->problem.seqlen_q + plan->instance.block_m - 1) / plan->instance.block_m;
-  plan->tail = plan_tail(plan->problem, plan->instance, plan->splits, info->sm_count);
-  return Status::Ok();
-}
-
-// Scratch for split-KV or the split tail: the caller's workspace when large enough, else its
-// allocator; null when neither (the call then runs without it).
-Status get_workspace(const Context& ctx, size_t bytes, const char* what, void** ws) {
-  *ws = nullptr;
-  if (ctx.workspace != nullptr) {
-    if (ctx.workspace_size >= bytes) *ws = ctx.workspace;
-  } else if (ctx.allocate_workspace != nullptr) {
-    *ws = ctx.allocate_workspace(bytes, ctx.allocator_user);
-    if (*ws == nullptr) {
-      return Status(StatusCode::kOutOfMemory,
-                    std::string(kOp) + ": the workspace allocator returned no memory (" +
-                        std::to_string(bytes) + " bytes asked for " + what + ")");
-    }
-  }
   return Status::Ok();
 }
 
@@ -181,31 +131,26 @@ Status forward_cuda(const Problem& problem, const Context& ctx) {
   DW_TRY(plan_call(problem, &call));
   const Problem& p = call.problem;
 
-  // Split-KV and the split tail need scratch: the caller's workspace when large enough, else its
-  // allocator; with neither the call runs unsplit (slower, same results within rounding).
+  // Split-KV needs scratch: the caller's workspace when large enough, else its allocator; with
+  // neither the call runs unsplit (slower when few tiles, same results within rounding).
   SplitPlan plan;
   if (call.splits > 1) {
+    const size_t bytes = split_workspace_bytes(p, call.splits);
     void* ws = nullptr;
-    DW_TRY(get_workspace(ctx, split_workspace_bytes(p, call.splits), "split-KV", &ws));
-    if (ws != nullptr) plan = split_plan_in(p, call.splits, ws);
-  } else if (call.tail.splits > 1) {
-    void* ws = nullptr;
-    DW_TRY(get_workspace(ctx, call.tail_bytes(), "the split tail", &ws));
-    if (ws != nullptr) {
-      const int64_t units = tail_units(call.num_m_blocks * p.heads_q * p.batch,
-                                       TailPlan{static_cast<int>(call.tail.whole_tiles),
-                                                call.tail.splits});
-      plan.tail = {static_cast<int>(call.tail.whole_tiles), call.tail.splits};
-      plan.block_m = call.instance.block_m;
-      plan.num_m_blocks = static_cast<int>(call.num_m_blocks);
-      plan.tail_o = ws;
-      plan.tail_lse = reinterpret_cast<float*>(
-          static_cast<char*>(ws) + tail_o_bytes(units, call.instance.block_m, p.head_dim));
+    if (ctx.workspace != nullptr) {
+      if (ctx.workspace_size >= bytes) ws = ctx.workspace;
+    } else if (ctx.allocate_workspace != nullptr) {
+      ws = ctx.allocate_workspace(bytes, ctx.allocator_user);
+      if (ws == nullptr) {
+        return Status(StatusCode::kOutOfMemory,
+                      std::string(kOp) + ": the workspace allocator returned no memory (" +
+                          std::to_string(bytes) + " bytes asked for split-KV)");
+      }
     }
+    if (ws != nullptr) plan = split_plan_in(p, call.splits, ws);
   }
   DW_TRY(call.instance.run(p, ctx, plan));
   if (plan.splits > 1) DW_TRY(combine_splits(p, plan, ctx.stream));
-  if (plan.tail.splits > 1) DW_TRY(combine_tail(p, plan, ctx.stream));
   return Status::Ok();
 }
 
@@ -216,7 +161,6 @@ Status forward_workspace_cuda(const Problem& problem, size_t* bytes) {
   Plan call;
   DW_TRY(plan_call(problem, &call));
   if (call.splits > 1) *bytes = split_workspace_bytes(call.problem, call.splits);
-  *bytes = std::max(*bytes, call.tail_bytes());
   return Status::Ok();
 }
 

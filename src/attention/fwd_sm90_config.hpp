@@ -225,49 +225,6 @@ static_assert(choose_splits(32, 132, 64) == 4 && choose_splits(106, 132, 64) == 
               choose_splits(8, 132, 64) == 16 && choose_splits(1, 132, 4096) == 32 &&
               choose_splits(8, 132, 16) == 8 && choose_splits(32, 132, 3) == 1);
 
-// Split tail (TailPlan, fwd_combine.hpp): fixed-length calls without a mask whose tiles leave the
-// last round of the persistent grid partly idle (2048 d = 128 tiles on 132 SMs: 15.5 rounds, the
-// 16th half empty, ~3 % of the time; perf-notes attention items 46, 54) run that round's tiles as
-// s key ranges each, of ceil(blocks / s) key blocks. Cost model, in key-block steps, each unit
-// paying kTailUnitSteps more for its start and its O (Q load, first Q K^T, epilogue): whole, the
-// last round takes blocks + kTailUnitSteps; split, ceil(rem s / grid) rounds of ceil(blocks / s)
-// + kTailUnitSteps. The best s of 2..kMaxTailSplits (no empty range) is taken when it saves at
-// least 1.5 % of the call's steps: the partial stores and the combine (a second launch) cost
-// about 1 % at 2k keys, less at longer ones (H100 A/B x cuDNN, two runs, d = 128 non-causal, tail
-// off -> thirds: 2k 1.006-1.010 -> 0.997-0.998, a 1.1 % model gain; 4k 1.024 -> 1.027-1.028, 1.7 %;
-// 8k 1.035-1.039 -> 1.047-1.048; 16k 1.025-1.034 -> 1.039-1.050; d = 64 2k 1.091 -> 1.103-1.106,
-// 4k 1.098-1.100 -> 1.120-1.122).
-constexpr int kMaxTailSplits = 4;
-constexpr long long kTailUnitSteps = 1;
-struct TailChoice {
-  long long whole_tiles;
-  int splits;  // 1: no split tail
-};
-constexpr TailChoice choose_tail(long long tiles, long long grid, long long key_blocks) {
-  if (grid <= 0 || tiles <= grid || key_blocks < 2) return {tiles, 1};
-  const long long rem = tiles % grid, rounds = tiles / grid;
-  if (rem == 0) return {tiles, 1};
-  const long long whole_cost = key_blocks + kTailUnitSteps;
-  long long best = whole_cost;
-  int best_s = 1;
-  for (int s = 2; s <= kMaxTailSplits; ++s) {
-    const long long per = (key_blocks + s - 1) / s;
-    if ((s - 1) * per >= key_blocks) continue;  // the last range would be empty
-    const long long cost = (rem * s + grid - 1) / grid * (per + kTailUnitSteps);
-    if (cost < best) best = cost, best_s = s;
-  }
-  if (best_s == 1 || (whole_cost - best) * 200 < 3 * (rounds + 1) * whole_cost) return {tiles, 1};
-  return {rounds * grid, best_s};
-}
-// d = 128 (2048 tiles of 128 rows on 132 SMs): 4k keys in thirds (32 key blocks), 2k not (a 1.1 %
-// gain), 1k not; d = 64 2k (2816 tiles of 192 rows) in thirds; d = 256 (1024 tiles: the last
-// round 76 % full) not.
-static_assert(choose_tail(2048, 132, 32).splits == 3 && choose_tail(2048, 132, 32).whole_tiles == 1980 &&
-              choose_tail(2048, 132, 16).splits == 1 && choose_tail(2048, 132, 8).splits == 1 &&
-              choose_tail(2048, 132, 4).splits == 1 && choose_tail(2816, 132, 16).splits == 3 &&
-              choose_tail(1024, 132, 32).splits == 1 && choose_tail(1024, 132, 256).splits == 1 &&
-              choose_tail(1980, 132, 64).splits == 1 && choose_tail(100, 132, 64).splits == 1);
-
 // The bucket a head dimension runs on (0: not supported on CUDA).
 constexpr int head_dim_bucket(long long d) {
   return d <= 0 || d % 8 != 0 ? 0 : d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0;

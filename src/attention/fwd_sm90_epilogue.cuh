@@ -1,6 +1,6 @@
 // Epilogue of the sm_90 attention forward kernel: each consumer warpgroup writes its 64 rows of O
 // through shared memory (stmatrix), then by one TMA store issued by one of its threads (fixed-length
-// batches) or by 16-byte coalesced stores (varlen, split-tail units), and their LSE.
+// batches) or by 16-byte coalesced stores (varlen), and their LSE.
 //
 // O is staged in its own buffer (at half width, in two passes, where only that fits). Stores are
 // guarded by the sequence length and the true head dim, so padded rows and columns are never
@@ -17,9 +17,7 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
 }
 
 // The tile coordinate the epilogue takes is the output's (output_coord): its batch is the batch of
-// O's tensor, which with split-KV holds num_splits copies of the batches (varlen: the split). A
-// split tail's unit (tc.part >= 0) writes to its slot of the compact partial buffers instead,
-// whatever the batch.
+// O's tensor, which with split-KV holds num_splits copies of the batches (varlen: the split).
 template <class Params>
 __device__ __forceinline__ TileCoord output_coord(Params const& p, TileCoord tc) {
   tc.batch = p.cu_seqlens_q ? tc.split : tc.batch + tc.split * p.batch;
@@ -37,9 +35,6 @@ struct Epilogue {
   template <class Params>
   __device__ static Element* out_row(Params const& p, TileCoord const& tc, SeqInfo const& seq,
                                      int row) {
-    if (tc.part >= 0) {
-      return static_cast<Element*>(p.tail_o) + (int64_t(tc.part) * kBlockM + row) * p.head_dim;
-    }
     const int64_t batch_off =
         int64_t(tc.batch) * (p.cu_seqlens_q ? p.o_split_stride : p.o_batch_stride);
     return static_cast<Element*>(p.out) + batch_off +
@@ -50,7 +45,6 @@ struct Epilogue {
   template <class Params>
   __device__ static float* lse_at(Params const& p, TileCoord const& tc, SeqInfo const& seq,
                                   int row) {
-    if (tc.part >= 0) return p.tail_lse + int64_t(tc.part) * kBlockM + row;
     const int64_t batch_off =
         int64_t(tc.batch) * (p.cu_seqlens_q ? p.lse_split_stride : p.lse_batch_stride);
     return p.lse + batch_off + int64_t(tc.head) * p.lse_head_stride +
@@ -70,9 +64,8 @@ struct Epilogue {
     const int row0 = tile_row0<kBlockM>(seq, tc.m_block);
     const int row_limit = tile_row_end<kBlockM>(seq, tc.m_block) - row0;
     // The TMA clips only at the end of the sequence: a tile whose last rows belong to the next
-    // tile (the first one under q_pad) stores by row like varlen, as does a split tail's unit
-    // (into its compact slot).
-    const bool tma = p.cu_seqlens_q == nullptr && tc.part < 0 &&
+    // tile (the first one under q_pad) stores by row like varlen.
+    const bool tma = p.cu_seqlens_q == nullptr &&
                      (row_limit >= kBlockM || row0 + row_limit == seq.seqlen_q);
 
     Element* o_buffer = ss.o.data();
@@ -136,7 +129,7 @@ struct Epilogue {
       }
     });
 
-    if ((p.lse != nullptr || tc.part >= 0) && thread_idx % 4 == 0) {
+    if (p.lse != nullptr && thread_idx % 4 == 0) {
       Tensor cO = mma_pv.get_thread_slice(thread_idx)
                       .partition_C(make_identity_tensor(Shape<Int<kBlockM>, Int<kHeadDim>>{}));
       Tensor coord = make_tensor(cO.data(), rowcol(cO.layout()));
@@ -161,7 +154,7 @@ struct Epilogue {
         *reinterpret_cast<uint4*>(out_row(p, tc, seq, row) + col) = make_uint4(0, 0, 0, 0);
       }
     }
-    if ((p.lse != nullptr || tc.part >= 0) && wg_thread < 64) {
+    if (p.lse != nullptr && wg_thread < 64) {
       const int row = wg * 64 + wg_thread;
       if (row < row_limit) *lse_at(p, tc, seq, row) = -INFINITY;
     }

@@ -32,9 +32,9 @@ __global__ void __launch_bounds__(Traits::kNumThreads, Traits::kCtasPerSm)
 
   extern __shared__ __align__(1024) char smem_raw[];
   auto& ss = *reinterpret_cast<typename T::SharedStorage*>(smem_raw);
-  // A programmatic dependent launched after this kernel (the split-KV or split-tail combine,
-  // fwd_combine.cu) may launch now: it waits for this grid's completion itself.
-  asm volatile("griddepcontrol.launch_dependents;");
+  // With split-KV the combine (fwd_combine.cu) is launched as a programmatic dependent of this
+  // kernel: it may launch now, and waits for this grid's completion itself.
+  if (p.num_splits > 1) asm volatile("griddepcontrol.launch_dependents;");
 
   const int warp_group = threadIdx.x / 128;
   const int warp_idx = cutlass::canonical_warp_idx_sync();
@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(Traits::kNumThreads, Traits::kCtasPerSm)
       const SeqInfo seq = seq_info<kBlockM, kBlockN>(p, tc.batch);
       if (tile_row0<kBlockM>(seq, tc.m_block) >= seq.seqlen_q) continue;
       int n_lo, n_hi;
-      key_block_range<kBlockM, kBlockN>(p, seq, tc.m_block, tc.split, tc.splits, &n_lo, &n_hi);
+      key_block_range<kBlockM, kBlockN>(p, seq, tc.m_block, tc.split, &n_lo, &n_hi);
       const TileCoord out_tc = output_coord(p, tc);
       if (n_hi <= n_lo) {
         Epilogue<T>::store_empty(p, out_tc, seq, thread_idx);
@@ -244,23 +244,6 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx, const SplitPlan&
     return Status(StatusCode::kNotSupported, std::string(kOp) + ": too many tiles for one launch");
   }
   p.num_tiles = static_cast<int>(tiles);
-  p.whole_tiles = p.num_tiles;
-  if (splits == 1 && split.tail.splits > 1) {
-    // The dispatcher planned the tail with this tile height (fwd_dispatch.cpp).
-    const TailPlan& t = split.tail;
-    // combine_tail reads the tiles in the unmasked order of fixed-length calls.
-    if (varlen || prob.window_right >= 0 || split.block_m != T::kBlockM ||
-        split.num_m_blocks != p.num_m_blocks || t.splits > kMaxTailCombineSplits ||
-        t.whole_tiles < 0 || t.whole_tiles >= p.num_tiles || split.tail_o == nullptr ||
-        split.tail_lse == nullptr || tail_units(tiles, t) + t.whole_tiles >= (int64_t{1} << 31)) {
-      return Status(StatusCode::kInternal, std::string(kOp) + ": inconsistent split-tail plan");
-    }
-    p.whole_tiles = t.whole_tiles;
-    p.tail_splits = t.splits;
-    p.tail_o = split.tail_o;
-    p.tail_lse = split.tail_lse;
-    p.num_tiles = static_cast<int>(t.whole_tiles + tail_units(tiles, t));
-  }
   p.longest_first = prob.window_right >= 0;
   p.pad_front = p.longest_first;
   p.pingpong = use_pingpong(kHeadDim, prob.seqlen_k);

@@ -14,9 +14,6 @@
 //    a round of heaviest-first tiles would be one m-block of ~grid different heads, each CTA
 //    reading its own K/V; groups of ~grid / 4 heads put ~4 m-blocks of each head in a round, so
 //    ~4 CTAs share its K/V in L2 (launcher: kCausalGroupCtasPerHead, kCausalGroupMaxMBlocks).
-// The work units are these tiles, except with split-KV (every tile's key ranges are consecutive
-// units) and with a split tail (the tiles from whole_tiles on run as consecutive key-range units
-// after the whole ones: fwd_combine.hpp TailPlan).
 #pragma once
 
 #include "attention/fwd_sm90_traits.cuh"
@@ -25,9 +22,7 @@ namespace deepwell::attention::sm90 {
 
 struct TileCoord {
   int m_block, head, batch;
-  int split;   // split-KV or split tail: which range of the tile's key blocks (0 without)...
-  int splits;  // ...of how many (1: the whole tile)
-  int part;    // split tail: the unit's slot in the partial buffers; -1: O goes to the output
+  int split;  // split-KV: which range of the tile's key blocks (0 without)
 };
 
 // The tile index of this CTA's round r (>= num_tiles: no more work).
@@ -40,17 +35,11 @@ template <class Params>
 __device__ __forceinline__ TileCoord tile_coord(Params const& p, int tile) {
   // Split-KV: the splits of a tile are consecutive units (CTAs running together read different
   // key ranges of one head).
-  // Split tail: after the whole tiles, each tail tile's ranges are consecutive units too.
-  int split = 0, part = -1;
+  int split = 0;
   if (p.num_splits > 1) {
     split = tile % p.num_splits;
     tile /= p.num_splits;
-  } else if (tile >= p.whole_tiles) {
-    part = tile - p.whole_tiles;
-    split = part % p.tail_splits;
-    tile = p.whole_tiles + part / p.tail_splits;
   }
-  const int splits = part >= 0 ? p.tail_splits : p.num_splits;
   const int bh_count = p.heads * p.batch;
   int m_block, bh;
   if (p.longest_first) {
@@ -64,7 +53,7 @@ __device__ __forceinline__ TileCoord tile_coord(Params const& p, int tile) {
     bh = tile / p.num_m_blocks;
     m_block = tile % p.num_m_blocks;
   }
-  return {m_block, bh % p.heads, bh / p.heads, split, splits, part};
+  return {m_block, bh % p.heads, bh / p.heads, split};
 }
 
 // Where sequence `batch` lives: its first packed row (0 for fixed-length) and its length, for q and
@@ -115,11 +104,12 @@ __device__ __forceinline__ int tile_row_end(SeqInfo const& s, int m_block) {
 }
 
 // The key blocks [lo, hi) that the rows tile m_block stores can see (FlashAttention's
-// bottom-right aligned causal/window rule), and of those, the range `split` of `splits`
-// (ceil(blocks / splits) blocks each, the last ones shorter or empty). hi <= lo means none.
+// bottom-right aligned causal/window rule), and of those, split-KV's range `split` of
+// num_splits (ceil(blocks / num_splits) blocks each, the last ones shorter or empty). hi <= lo
+// means none.
 template <int kBlockM, int kBlockN, class Params>
 __device__ __forceinline__ void key_block_range(Params const& p, SeqInfo const& s, int m_block,
-                                                int split, int splits, int* lo, int* hi) {
+                                                int split, int* lo, int* hi) {
   const int m0 = tile_row0<kBlockM>(s, m_block);
   const int m_last = tile_row_end<kBlockM>(s, m_block) - 1;  // the last row the tile stores
   const int shift = s.seqlen_k - s.seqlen_q;  // diagonal of row i is key i + shift
@@ -129,8 +119,8 @@ __device__ __forceinline__ void key_block_range(Params const& p, SeqInfo const& 
   if (p.window_left >= 0) key_lo = max(0, m0 + shift - p.window_left);
   *lo = key_lo / kBlockN;
   *hi = key_hi <= key_lo ? *lo : (key_hi + kBlockN - 1) / kBlockN;
-  if (splits > 1) {
-    const int per_split = (*hi - *lo + splits - 1) / splits;
+  if (p.num_splits > 1) {
+    const int per_split = (*hi - *lo + p.num_splits - 1) / p.num_splits;
     *lo += split * per_split;
     *hi = min(*hi, *lo + per_split);
   }
@@ -151,8 +141,7 @@ __device__ __forceinline__ bool next_work(Params const& p, int& round, TileWork&
     w.tc = tile_coord(p, t);
     w.seq = seq_info<kBlockM, kBlockN>(p, w.tc.batch);
     if (tile_row0<kBlockM>(w.seq, w.tc.m_block) >= w.seq.seqlen_q) continue;
-    key_block_range<kBlockM, kBlockN>(p, w.seq, w.tc.m_block, w.tc.split, w.tc.splits, &w.n_lo,
-                                      &w.n_hi);
+    key_block_range<kBlockM, kBlockN>(p, w.seq, w.tc.m_block, w.tc.split, &w.n_lo, &w.n_hi);
     if (w.n_hi > w.n_lo) return true;
   }
   return false;

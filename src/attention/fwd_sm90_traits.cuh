@@ -198,16 +198,6 @@ struct FwdParams {
   // buffers, at split * o_split_stride / lse_split_stride (fwd_combine.cu merges them).
   int num_splits = 1;
   int64_t o_split_stride = 0, lse_split_stride = 0;
-
-  // Split tail (num_splits == 1; fwd_combine.hpp): the tiles from whole_tiles on (those of a
-  // partial last round) run as tail_splits key ranges each, as units whole_tiles + (tile -
-  // whole_tiles) * tail_splits + range, whose O (normalized over the range, in the output dtype)
-  // and LSE go to the compact partial buffers at unit - whole_tiles (TileCoord::part): kBlockM
-  // rows of head_dim elements and kBlockM floats per unit. whole_tiles = num_tiles: no tail.
-  int whole_tiles = 0;
-  int tail_splits = 1;
-  void* tail_o = nullptr;
-  float* tail_lse = nullptr;
 };
 
 }  // namespace deepwell::attention::sm90
