@@ -328,9 +328,8 @@ def test_many_tiles_per_cta(max_grid, monkeypatch, seed):
 def test_pingpong_threshold(sq_sk, max_grid, monkeypatch, seed):
     """d = 128 drops the warpgroups' turn-taking from seqlen_k 2048 on (d = 256 keeps it) and
     runs its pinned long-key instance there (fwd_sm90_config.hpp use_pingpong, FwdTileD128Long):
-    both sides of the threshold, both dtypes, causal, windows,
-    GQA, many tiles per CTA (max_grid 2: the warpgroups drift apart across tiles without turns),
-    and bitwise repeatable."""
+    both sides of the threshold, both dtypes, causal, windows, GQA, many tiles per CTA (max_grid
+    2: the warpgroups drift apart across tiles without turns), and bitwise repeatable."""
     if max_grid:
         monkeypatch.setenv("DEEPWELL_ATTN_MAX_GRID", str(max_grid))
     Sq, Sk = sq_sk
