@@ -19,6 +19,8 @@
 // with tensor / row scales (bf16 or fp16 out) and for e4m3 block scales (bf16 or fp16 out); and
 // 128x160 tiles with 5 stages for e4m3 x e4m3 and e4m3 x e5m2 -> bf16 tensor / row (ragged
 // last waves only).
+// Branch bf16-own (experiment, not yet run on a GPU): InBf16 operands with PromoteNone, 128x192
+// (4 stages) and 128x256 (3 stages) for bf16 x @ w.t(), rows that choose_plan skips (forced only).
 // PromoteOverlapped, kClusterM = 2, StoreRegisters and TilesOverlapEpilogue passed the GPU tests
 // (forced) but measured slower than, or no faster than, what is compiled (docs/perf-notes.md,
 // "GEMM: deepwell's fp8 main loop", sessions 9 and 13), so no instance uses them.
@@ -62,15 +64,18 @@ struct Params {
 
 template <bool kE5M2B_, class Scale_, int kBlockN_, int kStages_,
           class Promotion_ = PromoteSerial, int kClusterM_ = 1, class Store_ = StoreRegisters,
-          class Tiles_ = TilesSerial, class Out_ = OutBf16>
+          class Tiles_ = TilesSerial, class Out_ = OutBf16, class In_ = InFp8>
 struct Fp8Kernel {
+  using In = In_;    // the operands' element: InFp8 or InBf16 (fp8_sm90_mainloop.cuh)
   using Out = Out_;  // D's element: OutBf16 or OutF16 (fp8_sm90_epilogue.cuh)
   using Scale = Scale_;
   using Promotion = Promotion_;
   using Store = Store_;
   using Tiles = Tiles_;
   static constexpr bool kE5M2B = kE5M2B_;
-  static constexpr int kBlockM = 128, kBlockN = kBlockN_, kBlockK = 128, kStages = kStages_;
+  // One 128-byte row of K per stage: kBlockK = 128 fp8 or 64 bf16 elements.
+  static constexpr int kRowBytes = 128, kBlockK = kRowBytes / In::kBytes;
+  static constexpr int kBlockM = 128, kBlockN = kBlockN_, kStages = kStages_;
   static constexpr int kMathThreads = 256, kThreads = kMathThreads + 128;
   static constexpr int kAccRegs = kBlockN / 2;  // fp32 accumulators per thread (64 x N per WG)
   // setmaxnreg split: 2 x 128 x 232 + 128 x 40 = 64512 <= 65536 registers per SM.
@@ -80,7 +85,7 @@ struct Fp8Kernel {
   static constexpr int kGroupM = 8 / kClusterM;  // group of 8 m-blocks either way
   // StoreTma: a 64 x kBlockN 16-bit buffer per math warpgroup (48 KB at kBlockN = 192).
   static constexpr int kDBytes = Store::kTma ? kBlockM * kBlockN * 2 : 0;
-  using Smem = SharedLayout<kBlockM, kBlockN, kBlockK, kStages, Scale::kMainloopScales, kDBytes>;
+  using Smem = SharedLayout<kBlockM, kBlockN, kRowBytes, kStages, Scale::kMainloopScales, kDBytes>;
   using Scheduler = GroupedTileScheduler<kGroupM, kClusterM>;
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
   // Each CTA's share of the B tile starts on a swizzle-atom boundary (8 rows of 128 bytes).
@@ -88,7 +93,10 @@ struct Fp8Kernel {
   // + 1024: the dynamic shared memory base is aligned up to a 1024-byte boundary in the kernel.
   static constexpr int kSmemBytes = Smem::kBytes + 1024;
 
-  static_assert(kBlockK == 128, "one promotion per 128 of K: the 1x128 / 128x128 scale blocks");
+  static_assert(In::kBf16 || kBlockK == 128,
+                "one promotion per 128 of K: the 1x128 / 128x128 scale blocks");
+  static_assert(!In::kBf16 || (Promotion::kTemporaries == 0 && !Scale::kMainloopScales && !kE5M2B),
+                "bf16 operands: no promotion, no block scales");
   // Block scaling: a tile's columns lie in one 128-column B scale block (kBlockN = 128) or in two
   // (kBlockN = 192: tiles start at column 0 or 64 modulo 128); each 8-column wgmma chunk in one.
   static_assert(!Scale::kMainloopScales || kBlockN == 128 || kBlockN == 192,
@@ -182,15 +190,19 @@ using deepwell::detail::driver_encode_tiled;
 // (elements = bytes), read in boxes of 128 (K) x `box_rows` with 128-byte swizzling. Rows and K
 // past the ends are zero-filled by TMA, so any M, N, K works (the dispatcher checks the 16-byte
 // alignment of base, ld and bs).
+// (bf16 operands: elem_bytes 2, boxes of 64 elements of K, the same 128 bytes.)
 inline Status encode_operand(CUtensorMap* map, const void* base, int64_t rows, int64_t k,
-                             int64_t ld, int64_t bs, int64_t batch, uint32_t box_rows) {
+                             int64_t ld, int64_t bs, int64_t batch, uint32_t box_rows,
+                             int elem_bytes = 1) {
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows),
                               static_cast<cuuint64_t>(batch)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld), static_cast<cuuint64_t>(bs)};
-  const cuuint32_t box[3] = {128, box_rows, 1};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * elem_bytes,
+                                 static_cast<cuuint64_t>(bs) * elem_bytes};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(128 / elem_bytes), box_rows, 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   const CUresult r = driver_encode_tiled()(
-      map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<void*>(base), dims, strides, box,
+      map, elem_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_UINT8, 3,
+      const_cast<void*>(base), dims, strides, box,
       elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
@@ -204,9 +216,13 @@ template <class K>
 struct Fp8Launcher {
   // Does this configuration implement the kernel table's row `k`?
   static constexpr bool matches(const KernelSpec& k) {
-    return k.operands == (K::kE5M2B ? Operands::kE4M3xE5M2 : Operands::kE4M3) &&
+    return k.operands == (K::In::kBf16 ? Operands::kBF16
+                          : K::kE5M2B  ? Operands::kE4M3xE5M2
+                                       : Operands::kE4M3) &&
            k.out == (K::Out::kIsF16 ? DType::kF16 : DType::kBF16) && k.a_k_major && k.b_k_major &&
-           k.scaling == (K::Scale::kMainloopScales ? Scaling::kBlock : Scaling::kTensorRow) &&
+           k.scaling == (K::In::kBf16                  ? Scaling::kNone
+                         : K::Scale::kMainloopScales ? Scaling::kBlock
+                                                     : Scaling::kTensorRow) &&
            k.tile_m == K::kBlockM && k.tile_n == K::kBlockN && k.tile_k == K::kBlockK &&
            k.cluster_m == K::kClusterM && k.cluster_n == 1 &&
            k.schedule == Schedule::kFp8Promoted &&
@@ -278,9 +294,10 @@ struct Fp8Launcher {
                     "occupancy) on device " + std::to_string(device));
     }
     Params p{};
-    DW_TRY(encode_operand(&p.tma_a, l.a, l.m, l.k, l.lda, l.batch_a, l.batch, K::kBlockM));
+    DW_TRY(encode_operand(&p.tma_a, l.a, l.m, l.k, l.lda, l.batch_a, l.batch, K::kBlockM,
+                          K::In::kBytes));
     DW_TRY(encode_operand(&p.tma_b, l.b, l.n, l.k, l.ldb, l.batch_b, l.batch,
-                          K::kBlockN / K::kClusterM));
+                          K::kBlockN / K::kClusterM, K::In::kBytes));
     p.m_blocks = (l.m + K::kBlockM - 1) / K::kBlockM;
     p.n_blocks = (l.n + K::kBlockN - 1) / K::kBlockN;
     p.k_blocks = (l.k + K::kBlockK - 1) / K::kBlockK;

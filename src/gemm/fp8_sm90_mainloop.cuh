@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "cute/arch/mma_sm90_gmma.hpp"
@@ -56,6 +57,12 @@ struct PromoteOverlapped {
   static constexpr int kTemporaries = 2;
 };
 
+// No temporary: each k-block's wgmmas accumulate straight into the main accumulator, one batch
+// kept in flight (wgmma wait 1); for bf16 operands, whose tensor-core sums are fp32 already.
+struct PromoteNone {
+  static constexpr int kTemporaries = 0;
+};
+
 // ------------------------------------------------------------------------------ tile schedules
 
 // Each tile: its k-loop, then its epilogue. Both math warpgroups finish a tile's k-loop together,
@@ -69,6 +76,21 @@ struct TilesSerial {
 // 128 x 192 per CTA on an H100) of each epilogue.
 struct TilesOverlapEpilogue {
   static constexpr bool kOverlapEpilogue = true;
+};
+
+// ---------------------------------------------------------------------------- input policies
+
+// The operands' element type: fp8 (the kernel's first use; e4m3 or e5m2 B per kE5M2B) or bf16
+// (branch bf16-own, experiment: the same pipeline with bf16 wgmma and no promotion). A k-block is
+// one 128-byte row of each operand either way (128 fp8 or 64 bf16 elements), so the shared-memory
+// stages, swizzle and wgmma descriptors are the same; 4 wgmmas of 32 bytes of K per k-block.
+struct InFp8 {
+  static constexpr int kBytes = 1;
+  static constexpr bool kBf16 = false;
+};
+struct InBf16 {
+  static constexpr int kBytes = 2;
+  static constexpr bool kBf16 = true;
 };
 
 // ------------------------------------------------------------------------------- wgmma shapes
@@ -92,6 +114,27 @@ struct WgmmaOp<192, true> {
   using Op = cute::SM90::GMMA::MMA_64x192x32_F32E4M3E5M2_SS_TN<>;
 };
 
+template <int kN>
+struct WgmmaOpBf16;
+template <>
+struct WgmmaOpBf16<128> {
+  using Op = cute::SM90::GMMA::MMA_64x128x16_F32BF16BF16_SS<cute::SM90::GMMA::Major::K,
+                                                             cute::SM90::GMMA::Major::K>;
+};
+template <>
+struct WgmmaOpBf16<192> {
+  using Op = cute::SM90::GMMA::MMA_64x192x16_F32BF16BF16_SS<cute::SM90::GMMA::Major::K,
+                                                             cute::SM90::GMMA::Major::K>;
+};
+template <>
+struct WgmmaOpBf16<256> {
+  using Op = cute::SM90::GMMA::MMA_64x256x16_F32BF16BF16_SS<cute::SM90::GMMA::Major::K,
+                                                             cute::SM90::GMMA::Major::K>;
+};
+template <class In, int kN, bool kE5M2B>
+using WgmmaOpFor =
+    typename std::conditional_t<In::kBf16, WgmmaOpBf16<kN>, WgmmaOp<kN, kE5M2B>>::Op;
+
 // d[0..kRegs) += A(64 x 32) * B(32 x N)^T, or = when `accumulate` is false.
 template <class Op, int kRegs, size_t... I>
 __device__ __forceinline__ void wgmma_call(uint64_t da, uint64_t db, float (&d)[kRegs],
@@ -102,10 +145,10 @@ __device__ __forceinline__ void wgmma_call(uint64_t da, uint64_t db, float (&d)[
 
 // ----------------------------------------------------------------------------- shared memory
 
-template <int kBlockM, int kBlockN, int kBlockK, int kStages, bool kScalesA, int kDBytes>
+template <int kBlockM, int kBlockN, int kRowBytes, int kStages, bool kScalesA, int kDBytes>
 struct SharedLayout {
-  static constexpr int kABytes = kBlockM * kBlockK;  // e4m3
-  static constexpr int kBBytes = kBlockN * kBlockK;
+  static constexpr int kABytes = kBlockM * kRowBytes;  // one 128-byte row of K per tile row
+  static constexpr int kBBytes = kBlockN * kRowBytes;
   static constexpr int kSfaBytes = kScalesA ? kBlockM * 4 : 0;
   // Each stage's A and B tile starts on a 1024-byte boundary (128B-swizzle atoms; wgmma
   // descriptors with base offset 0); the scale vector on a 128-byte one (TMA destination).
@@ -183,7 +226,7 @@ __device__ __forceinline__ void produce(const Params& p, const typename K::Smem&
       if constexpr (K::kClusterM == 1) {
         tma_load_3d(&p.tma_b, full, sm.b(st.stage), kb * K::kBlockK, n0, c.batch);
       } else {
-        tma_load_3d_multicast(&p.tma_b, full, sm.b(st.stage) + b_row0 * K::kBlockK,
+        tma_load_3d_multicast(&p.tma_b, full, sm.b(st.stage) + b_row0 * K::kRowBytes,
                               kb * K::kBlockK, n0 + b_row0, c.batch,
                               static_cast<uint16_t>((1u << K::kClusterM) - 1));
       }
@@ -210,7 +253,7 @@ struct KBlockScales {
 template <class K, class Params>
 struct MathKBlock {
   static constexpr int kRegs = K::kAccRegs;
-  using Op = typename WgmmaOp<K::kBlockN, K::kE5M2B>::Op;
+  using Op = WgmmaOpFor<typename K::In, K::kBlockN, K::kE5M2B>;
   const Params& p;
   const typename K::Smem& sm;
   int wg, row, lane;
@@ -220,8 +263,10 @@ struct MathKBlock {
 
   // Waits for the stage, reads its A scales, issues its 4 wgmmas into `tmp` (committed as one
   // group, not waited for).
+  // (`accumulate`: the first wgmma adds to tmp too: PromoteNone's main accumulator.)
   __device__ __forceinline__ KBlockScales issue(uint32_t stage, uint32_t phase, int32_t kb,
-                                                float (&tmp)[kRegs]) const {
+                                                float (&tmp)[kRegs],
+                                                bool accumulate = false) const {
     float sb = 1.0f, sb2 = 1.0f;
     if constexpr (K::Scale::kMainloopScales) {
       sb = __ldg(sfb + kb);  // L1 hits after the tile's first k-blocks
@@ -237,11 +282,13 @@ struct MathKBlock {
 #pragma unroll
     for (int i = 0; i < kRegs; ++i) fence_operand(tmp[i]);
     wgmma_fence();
-    const uint64_t da = smem_desc_k_sw128(sm.a(stage) + wg * 64 * K::kBlockK);
+    const uint64_t da = smem_desc_k_sw128(sm.a(stage) + wg * 64 * K::kRowBytes);
     const uint64_t db = smem_desc_k_sw128(sm.b(stage));
+    // 4 wgmmas of 32 bytes of K (fp8: k32, bf16: k16); descriptors count 16-byte units
 #pragma unroll
-    for (int k = 0; k < K::kBlockK / 32; ++k) {
-      wgmma_call<Op>(da + 2 * k, db + 2 * k, tmp, k > 0, std::make_index_sequence<kRegs>{});
+    for (int k = 0; k < K::kRowBytes / 32; ++k) {
+      wgmma_call<Op>(da + 2 * k, db + 2 * k, tmp, accumulate || k > 0,
+                     std::make_index_sequence<kRegs>{});
     }
     wgmma_commit();
 #pragma unroll
@@ -348,7 +395,23 @@ __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K:
 #pragma unroll
   for (int i = 0; i < kRegs; ++i) acc[i] = 0.0f;
 
-  if constexpr (K::Promotion::kTemporaries == 1) {
+  if constexpr (K::Promotion::kTemporaries == 0) {
+    // k-block kb + 1 is issued before k-block kb's stage is released (wait 1).
+    if (p.k_blocks == 0) return;  // acc stays 0 (the producer loads nothing)
+    PipelineState<K::kStages> nx = st;
+    mk.issue(nx.stage, nx.phase, 0, acc, false);
+    nx.advance();
+    for (int32_t kb = 1; kb < p.k_blocks; ++kb) {
+      mk.issue(nx.stage, nx.phase, kb, acc, true);
+      nx.advance();
+      wgmma_wait<1>();
+      mk.release(st.stage);
+      st.advance();
+    }
+    wgmma_wait<0>();
+    mk.release(st.stage);
+    st.advance();
+  } else if constexpr (K::Promotion::kTemporaries == 1) {
     kloop_serial<K>(mk, st, 0, acc);
   } else {
     // Two temporaries in turn: t0 holds even k-blocks, t1 odd ones; k-block kb + 1 is issued

@@ -327,7 +327,7 @@ TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
                   Group{Operands::kF16, DType::kF16, true},
                   Group{Operands::kF16, DType::kF16, false}}) {
     const bool wide_tiny = g.ops == Operands::kBF16 && g.b_k_major;
-    std::array<const KernelSpec*, 8> group{};
+    std::array<const KernelSpec*, 10> group{};
     size_t count = 0;
     for (const KernelSpec& k : kTableRows) {
       if (k.operands == g.ops && k.out == g.out && k.a_k_major && k.b_k_major == g.b_k_major &&
@@ -336,7 +336,8 @@ TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
       }
     }
     SCOPED_TRACE(std::string(group[0] != nullptr ? group[0]->name : "empty group"));
-    ASSERT_EQ(count, wide_tiny ? 7u : 5u);
+    // (branch bf16-own: bf16 x @ w.t() also has the own main loop's rows, which choose_plan skips)
+    ASSERT_EQ(count, wide_tiny ? 9u : 5u);
     auto pick = [&](int64_t m, int64_t n, int64_t k) {
       const KernelSpec* s = choose_plan(group.data(), count, m, n, k, 1, kSms).kernel;
       return std::make_pair(std::make_pair(s->tile_m, s->tile_n), s->schedule);
@@ -357,7 +358,7 @@ TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
 // swizzle are only chosen where they pad the grid little; measured on the compiled rows (2x1
 // clusters): 1024x4096x4096 ping-pong with swizzle 8 ran 0.38x torch.matmul, with 4 0.96x.
 TEST(GemmPlan, SwizzledOrdersOnlyWhereTheyPadLittle) {
-  std::array<const KernelSpec*, 8> group{};
+  std::array<const KernelSpec*, 10> group{};
   size_t count = 0;
   const KernelSpec* pingpong = nullptr;
   const KernelSpec* big = nullptr;

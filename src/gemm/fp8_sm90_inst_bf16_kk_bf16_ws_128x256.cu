@@ -1,0 +1,16 @@
+// Kernel instance bf16_kk_bf16_ws_128x256 (row of gemm_sm90_table.hpp; branch bf16-own,
+// experiment): the fp8 kernel's pipeline (fp8_sm90_kernel.cuh) with bf16 operands, bf16 x bf16 ->
+// bf16, A and B K-major: 128x256 tiles of 64 of K per stage (3 stages: the 64 KB D tile leaves
+// room for no more), wgmma m64n256k16 straight into the fp32 accumulator (PromoteNone, one
+// batch in flight), TMA-store epilogue with the GEMM's fused formula. Why: ncu puts CUTLASS's
+// cooperative 128x256 kernel at 82-87 % tensor duty against cuBLAS's 94-96 % (docs/perf-notes.md,
+// GEMM session 34).
+#include "gemm/fp8_sm90_kernel.cuh"
+
+namespace deepwell::matmul::sm90::fp8 {
+using Config_bf16_kk_bf16_ws_128x256 =
+    Fp8Kernel</*B e5m2*/ false, ScaleTensorRow, /*block N*/ 256, /*stages*/ 3, PromoteNone,
+              /*cluster M*/ 1, StoreTma, TilesSerial, OutBf16, InBf16>;
+}  // namespace deepwell::matmul::sm90::fp8
+
+DW_SM90_FP8_INSTANCE(bf16_kk_bf16_ws_128x256, Config_bf16_kk_bf16_ws_128x256)
