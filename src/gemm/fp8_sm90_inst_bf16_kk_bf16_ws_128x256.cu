@@ -1,10 +1,10 @@
-// Kernel instance bf16_kk_bf16_ws_128x256 (row of gemm_sm90_table.hpp; branch bf16-own,
-// experiment): the fp8 kernel's pipeline (fp8_sm90_kernel.cuh) with bf16 operands, bf16 x bf16 ->
-// bf16, A and B K-major: 128x256 tiles of 64 of K per stage (3 stages: the 64 KB D tile leaves
-// room for no more), wgmma m64n256k16 straight into the fp32 accumulator (PromoteNone, one
-// batch in flight), TMA-store epilogue with the GEMM's fused formula. Why: ncu puts CUTLASS's
-// cooperative 128x256 kernel at 82-87 % tensor duty against cuBLAS's 94-96 % (docs/perf-notes.md,
-// GEMM session 34).
+// Kernel instance bf16_kk_bf16_ws_128x256 (row of gemm_sm90_table.hpp): the own main loop
+// (fp8_sm90_kernel.cuh) with bf16 operands, bf16 x bf16 -> bf16, A and B K-major (x @ w.t()):
+// 128x256 tiles of 64 of K per stage (3 stages: the 64 KB D tile leaves room for no more), wgmma
+// m64n256k16 straight into the fp32 accumulator (PromoteNone, one batch in flight), TMA-store
+// epilogue with the GEMM's fused formula. choose_plan runs it where CUTLASS's cooperative 128x256
+// would run data-parallel: ncu tensor duty 90 % against CUTLASS's 86 % (cuBLAS 96 %), +1-3 %
+// against torch.matmul on those shapes (docs/perf-notes.md, GEMM sessions 35-36).
 #include "gemm/fp8_sm90_kernel.cuh"
 
 namespace deepwell::matmul::sm90::fp8 {

@@ -1,10 +1,10 @@
-// deepwell's own sm_90a FP8 GEMM (e4m3 x e4m3 / e5m2 -> bf16 or fp16, A and B K-major),
-// warp-specialized like DeepGEMM's: plain CUDA around a POD parameter struct, with TMA, mbarriers
+// deepwell's own sm_90a FP8 GEMM (e4m3 x e4m3 / e5m2 -> bf16 or fp16, A and B K-major; also
+// bf16 x bf16 -> bf16 on the same pipeline, InBf16), warp-specialized like DeepGEMM's: plain CUDA around a POD parameter struct, with TMA, mbarriers
 // and wgmma as the only sm_90 pieces (fp8_sm90_ptx.cuh, CuTe's wgmma structs).
 //
 //   CTA = 3 warpgroups: WG 0 and 1 do the math (64 rows of the 128-row tile each, setmaxnreg 232),
 //   WG 2 is the producer (one elected thread issues all TMA loads, setmaxnreg 40).
-//   Tile 128 x kBlockN x 128 (one k-block per stage), kStages stages (fp8_sm90_mainloop.cuh).
+//   Tile 128 x kBlockN x 128 fp8 / 64 bf16 (one 128-byte k-block per stage), kStages stages (fp8_sm90_mainloop.cuh).
 //   Persistent grid of min(tiles, SMs) CTAs, grouped tile order (fp8_sm90_scheduler.cuh);
 //   optionally 2-CTA clusters along M sharing B by TMA multicast (kClusterM).
 //   Epilogue (fp8_sm90_epilogue.cuh) from registers to global memory (StoreRegisters) or through a
@@ -19,8 +19,8 @@
 // with tensor / row scales (bf16 or fp16 out) and for e4m3 block scales (bf16 or fp16 out); and
 // 128x160 tiles with 5 stages for e4m3 x e4m3 and e4m3 x e5m2 -> bf16 tensor / row (ragged
 // last waves only).
-// Branch bf16-own (experiment, not yet run on a GPU): InBf16 operands with PromoteNone, 128x192
-// (4 stages) and 128x256 (3 stages) for bf16 x @ w.t(), rows that choose_plan skips (forced only).
+// And bf16 x bf16 -> bf16 (InBf16 operands, PromoteNone, 128x256, 3 stages, StoreTma) for
+// x @ w.t(), where choose_plan would run CUTLASS's cooperative 128x256 data-parallel.
 // PromoteOverlapped, kClusterM = 2, StoreRegisters and TilesOverlapEpilogue passed the GPU tests
 // (forced) but measured slower than, or no faster than, what is compiled (docs/perf-notes.md,
 // "GEMM: deepwell's fp8 main loop", sessions 9 and 13), so no instance uses them.

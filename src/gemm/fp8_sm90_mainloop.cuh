@@ -81,7 +81,7 @@ struct TilesOverlapEpilogue {
 // ---------------------------------------------------------------------------- input policies
 
 // The operands' element type: fp8 (the kernel's first use; e4m3 or e5m2 B per kE5M2B) or bf16
-// (branch bf16-own, experiment: the same pipeline with bf16 wgmma and no promotion). A k-block is
+// (the same pipeline with bf16 wgmma and no promotion: PromoteNone). A k-block is
 // one 128-byte row of each operand either way (128 fp8 or 64 bf16 elements), so the shared-memory
 // stages, swizzle and wgmma descriptors are the same; 4 wgmmas of 32 bytes of K per k-block.
 struct InFp8 {

@@ -82,7 +82,6 @@ struct KernelSpec {
   X(e4m3_kk_f32_128x128,   kE4M3,       kF32,  true,     true,     kTensorRow,128, 128, 128, 1, 2, kCooperative, true)  \
   X(e4m3_kk_f32_block_128x128, kE4M3,   kF32,  true,     true,     kBlock,    128, 128, 128, 1, 2, kCooperative, true)  \
   X(e4m3e5m2_kk_f32_128x128, kE4M3xE5M2, kF32, true,     true,     kTensorRow,128, 128, 128, 1, 2, kCooperative, true)  \
-  X(bf16_kk_bf16_ws_128x192, kBF16,     kBF16, true,     true,     kNone,     128, 192,  64, 1, 1, kFp8Promoted, false)  \
   X(bf16_kk_bf16_ws_128x256, kBF16,     kBF16, true,     true,     kNone,     128, 256,  64, 1, 1, kFp8Promoted, false)  \
   X(e4m3_kk_bf16_ws_128x192, kE4M3,     kBF16, true,     true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3_kk_f16_ws_128x192, kE4M3,      kF16,  true,     true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
@@ -219,15 +218,10 @@ constexpr Plan plan_for(const KernelSpec& k, int64_t m, int64_t n, int64_t kdim,
 // The kernel and decomposition among a group's kernels `cands[0..count)` (the rules above).
 constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t m, int64_t n,
                            int64_t kdim, int64_t batch, int sm_count) {
-  const KernelSpec* own = nullptr;  // deepwell's fp8 main loop (data-parallel only)
+  const KernelSpec* own = nullptr;  // deepwell's own main loop (data-parallel only)
   const KernelSpec* own_narrow = nullptr;  // a narrower tile of it, for ragged last waves
   const KernelSpec* largest = nullptr;
   for (size_t i = 0; i < count; ++i) {
-    // (branch bf16-own: the bf16 row of the own main loop runs only when forced, for now)
-    if (cands[i]->schedule == Schedule::kFp8Promoted &&
-        cands[i]->name.substr(0, 16) == "bf16_kk_bf16_ws_") {
-      continue;
-    }
     if (cands[i]->schedule == Schedule::kFp8Promoted) {
       if (own == nullptr) {
         own = cands[i];  // the first of the table's rows
@@ -364,14 +358,20 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   // (16384x57344x8192, 217 waves: 0.96 -> 0.95; 12288x28672x4096, 81: even).
   const bool sixteen_bit =
       largest->operands == Operands::kBF16 || largest->operands == Operands::kF16;
-  if (own == nullptr && sixteen_bit && largest->stream_k && largest->tile_n == 256 &&
+  if (sixteen_bit && largest->stream_k && largest->tile_n == 256 &&
       p.decomposition == Decomposition::kDataParallel && tiles >= 2 * sms && tiles < 64 * sms &&
       ceil_div(kdim, largest->tile_k) >= 4) {
     const int64_t last = tiles % sms;
     if (last != 0 && last * 10 < sms * 6) p.decomposition = Decomposition::kStreamK;
   }
-  // deepwell's fp8 main loop replaces the CUTLASS kernel wherever that one would run
-  // data-parallel; split-K and stream-K plans (few tiles, ragged waves) stay on CUTLASS. With
+  // deepwell's own main loop replaces the CUTLASS kernel wherever that one would run
+  // data-parallel; split-K and stream-K plans (few tiles, ragged waves) stay on CUTLASS. For
+  // bf16 x @ w.t() that is the 128x256 tile past every rule above (H100, one process, x
+  // torch.matmul, CUTLASS -> own, session 36: 16384x28672x4096 0.925 -> 0.951, 1024x4096x14336
+  // 0.940 -> 0.964, 4096x4096x14336 0.966 -> 0.979, 1024x8192x28672 0.978 -> 0.985,
+  // 4096x8192x28672 0.985 -> 0.992, 16384x10240x8192 0.948 -> 0.955, 16384x57344x8192 0.978 ->
+  // 0.990); CUTLASS's stream-K stays where it runs (16384x8192x28672 1.036 vs own 1.012,
+  // 16384x4096x14336 1.018 vs 1.009) and so does ping-pong (16384x4096x4096 1.051 vs 0.972). With
   // block scaling only where the own kernel's last wave is at least 80 % full: it has no split of
   // a ragged last wave, and CUTLASS's block kernel, with its finer 128x128 tiles, wins wherever
   // that wave is emptier (H100, 10 shapes, session 9: own / CUTLASS 1.06-1.19x at 85 % full,
