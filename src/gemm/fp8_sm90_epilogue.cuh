@@ -154,61 +154,85 @@ __device__ __forceinline__ void stage_columns(const EpilogueArgs& e, float* cols
 // to the warpgroup's shared-memory buffer `dtile` (TMA clips what lies past M, N); operand loads
 // of rows / columns past M, N are skipped (clamped addresses, selected away), without branches.
 // The source is read through __restrict__ pointers so its loads can move ahead of the stores.
-template <class Store, int kBlockN, class Out, int32_t kAct, bool kSource>
-__device__ __forceinline__ void store_tile(const EpilogueArgs& e, const float* cols,
+// kCols: the tile has column vectors (scale_n or bias_n) staged at shared address `cols`; without
+// them the loop reads nothing but the accumulators. Each column pair's vectors are loaded once
+// for both rows, one pair ahead: read right before their use (as generic loads, behind the
+// previous pair's store), they put a load latency on every pair, ~2 us per 128x256 tile (session
+// 36: the per-tile fixed cost that held the own bf16 kernel at 90 % tensor duty).
+template <class Store, int kBlockN, class Out, int32_t kAct, bool kSource, bool kCols>
+__device__ __forceinline__ void store_tile(const EpilogueArgs& e, uint32_t cols,
                                            const float (&acc)[kBlockN / 2], int32_t batch,
                                            int32_t row0, int32_t n0, int lane, uint32_t dtile,
                                            int wg_row) {
   using T = typename Out::T;
   using T2 = typename Out::T2;
   const int32_t t0 = 2 * (lane % 4);
+  // per row h: in range, the row factor alpha * scale_m, bias_m, D and S rows
+  bool row_in[2];
+  float rs[2], bm[2];
+  T* drow[2];
+  const T* srow[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int32_t row = row0 + 8 * h;
-    if constexpr (!Store::kTma) {
-      if (row >= e.m) continue;
-    }
-    const bool row_in = row < e.m;
+    row_in[h] = row < e.m;
     const int32_t row_c = min(row, e.m - 1);  // clamped: loads stay in bounds
-    const float sm = e.scale_m ? __ldg(e.scale_m + row_c) : 1.0f;
-    const float rs = e.alpha * sm;
-    const float bm =
-        e.bias_m ? Out::to_float(__ldg(static_cast<const T*>(e.bias_m) + row_c)) : 0.0f;
-    T* __restrict__ drow = static_cast<T*>(e.d) + batch * e.batch_d + row * e.ldd;
-    const T* __restrict__ srow =
-        kSource ? static_cast<const T*>(e.s) + batch * e.batch_s + row_c * e.lds : nullptr;
-    // StoreTma: this thread's bytes of shared-memory row wg_row + 8 h of a chunk; its 16-byte
-    // unit i % kUnits is swizzled by the row's index modulo 8, which is lane / 4.
-    using Box = StoreTma::Box<kBlockN>;
-    const uint32_t drow_smem = dtile + (wg_row + 8 * h) * Box::kRowBytes + 2 * t0;
+    rs[h] = e.alpha * (e.scale_m ? __ldg(e.scale_m + row_c) : 1.0f);
+    bm[h] = e.bias_m ? Out::to_float(__ldg(static_cast<const T*>(e.bias_m) + row_c)) : 0.0f;
+    drow[h] = static_cast<T*>(e.d) + batch * e.batch_d + row * e.ldd;
+    srow[h] = kSource ? static_cast<const T*>(e.s) + batch * e.batch_s + row_c * e.lds : nullptr;
+  }
+  // StoreTma: this thread's bytes of shared-memory row wg_row (+ 8 for h = 1) of a chunk; its
+  // 16-byte unit i % kUnits is swizzled by the row's index modulo 8, which is lane / 4.
+  using Box = StoreTma::Box<kBlockN>;
+  const uint32_t drow_smem = dtile + wg_row * Box::kRowBytes + 2 * t0;
+  constexpr int kPairs = kBlockN / 8;
+  auto load_cols = [&](int i, float2& cs, float2& cb) {
+    if constexpr (kCols) {
+      cs = ld_shared_f32x2(cols + 4 * (8 * i + t0));            // scale_n
+      cb = ld_shared_f32x2(cols + 4 * (kBlockN + 8 * i + t0));  // bias_n
+    } else {
+      cs = make_float2(1.0f, 1.0f);
+      cb = make_float2(0.0f, 0.0f);
+    }
+  };
+  float2 cs_next, cb_next;
+  load_cols(0, cs_next, cb_next);
 #pragma unroll
-    for (int i = 0; i < kBlockN / 8; ++i) {
-      const int32_t c = 8 * i + t0, col = n0 + c;
+  for (int i = 0; i < kPairs; ++i) {
+    const float2 cs = cs_next, cb = cb_next;
+    if (i + 1 < kPairs) load_cols(i + 1, cs_next, cb_next);
+    const int32_t c = 8 * i + t0, col = n0 + c;
+    if constexpr (!Store::kTma) {
+      if (col >= e.n) continue;
+    }
+    const bool pair = col + 1 < e.n;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
       if constexpr (!Store::kTma) {
-        if (col >= e.n) continue;
+        if (!row_in[h]) continue;
       }
-      const bool pair = col + 1 < e.n;
       float src[2] = {0.0f, 0.0f};
       if constexpr (kSource) {
         // StoreTma: rows / columns past M, N read nothing and take 0 (the register path skipped
         // them above). Branch-free loads at clamped columns instead had the compiler hoist all
         // 192 of them: 0.4-1.3 KB of spills; so did folding `row_in` into the conditions below
         // (12 bytes with TilesOverlapEpilogue), hence the empty first branch.
-        if (Store::kTma && !row_in) {
+        if (Store::kTma && !row_in[h]) {
         } else if (pair) {
-          const float2 s2 = Out::to_float2(__ldg(reinterpret_cast<const T2*>(srow + col)));
+          const float2 s2 =
+              Out::to_float2(__ldg(reinterpret_cast<const T2*>(srow[h] + col)));
           src[0] = s2.x;
           src[1] = s2.y;
         } else if (!Store::kTma || col < e.n) {
-          src[0] = Out::to_float(__ldg(srow + col));
+          src[0] = Out::to_float(__ldg(srow[h] + col));
         }
       }
-      const float2 cs = *reinterpret_cast<const float2*>(cols + c);            // scale_n
-      const float2 cb = *reinterpret_cast<const float2*>(cols + kBlockN + c);  // bias_n
       float v[2];
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        const float x = acc[4 * i + 2 * h + j] * rs * (j ? cs.y : cs.x) + (j ? cb.y : cb.x) + bm;
+        const float x =
+            acc[4 * i + 2 * h + j] * rs[h] * (j ? cs.y : cs.x) + (j ? cb.y : cb.x) + bm[h];
         if constexpr (kSource) {
           v[j] = e.gamma * src[j] + activate<kAct>(e.beta * src[j] + x);
         } else {
@@ -218,26 +242,40 @@ __device__ __forceinline__ void store_tile(const EpilogueArgs& e, const float* c
       const T2 out = Out::pack(v[0], v[1]);
       if constexpr (Store::kTma) {
         const uint32_t unit = Box::swizzled(i % Box::kUnits, lane / 4);
-        st_shared_b32(drow_smem + (i / Box::kUnits) * Box::kChunkBytes + (unit << 4),
+        st_shared_b32(drow_smem + 8 * h * Box::kRowBytes + (i / Box::kUnits) * Box::kChunkBytes +
+                          (unit << 4),
                       *reinterpret_cast<const uint32_t*>(&out));
       } else if (pair) {
-        *reinterpret_cast<T2*>(drow + col) = out;
+        *reinterpret_cast<T2*>(drow[h] + col) = out;
       } else {
-        drow[col] = out.x;
+        drow[h][col] = out.x;
       }
     }
   }
 }
 
 template <class Store, int kBlockN, class Out, int32_t kAct>
-__device__ __forceinline__ void store_tile_source(const EpilogueArgs& e, const float* cols,
+__device__ __forceinline__ void store_tile_source(const EpilogueArgs& e, uint32_t cols,
                                                   const float (&acc)[kBlockN / 2], int32_t batch,
                                                   int32_t row0, int32_t n0, int lane,
                                                   uint32_t dtile, int wg_row) {
+  const bool has_cols = e.scale_n != nullptr || e.bias_n != nullptr;
   if (e.s) {
-    store_tile<Store, kBlockN, Out, kAct, true>(e, cols, acc, batch, row0, n0, lane, dtile, wg_row);
+    if (has_cols) {
+      store_tile<Store, kBlockN, Out, kAct, true, true>(e, cols, acc, batch, row0, n0, lane, dtile,
+                                                        wg_row);
+    } else {
+      store_tile<Store, kBlockN, Out, kAct, true, false>(e, cols, acc, batch, row0, n0, lane,
+                                                         dtile, wg_row);
+    }
   } else {
-    store_tile<Store, kBlockN, Out, kAct, false>(e, cols, acc, batch, row0, n0, lane, dtile, wg_row);
+    if (has_cols) {
+      store_tile<Store, kBlockN, Out, kAct, false, true>(e, cols, acc, batch, row0, n0, lane,
+                                                         dtile, wg_row);
+    } else {
+      store_tile<Store, kBlockN, Out, kAct, false, false>(e, cols, acc, batch, row0, n0, lane,
+                                                          dtile, wg_row);
+    }
   }
 }
 
@@ -254,8 +292,9 @@ __device__ __forceinline__ void epilogue(const EpilogueArgs& e, const void* tma_
   const int wg_row = wg_thread / 32 * 16 + lane / 4;
   const int32_t row0 = m0 + wg * 64 + wg_row;
   const uint32_t dt = Store::kTma ? smem_u32(dtile) : 0u;
+  const uint32_t cols_s = smem_u32(cols);
   switch (activation) {
-#define DW_FP8_STORE(act) store_tile_source<Store, kBlockN, Out, act>(e, cols, acc, batch, row0, n0, lane, dt, wg_row)
+#define DW_FP8_STORE(act) store_tile_source<Store, kBlockN, Out, act>(e, cols_s, acc, batch, row0, n0, lane, dt, wg_row)
     case kActReLU: DW_FP8_STORE(kActReLU); break;
     case kActGeluErf: DW_FP8_STORE(kActGeluErf); break;
     case kActGeluTanh: DW_FP8_STORE(kActGeluTanh); break;

@@ -186,6 +186,13 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 __device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v) {
   asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v));
 }
+// A shared-memory load that stays in program order with st_shared_b32 (both volatile), so the
+// epilogue's column loads can be placed ahead of the stores they must not wait behind.
+__device__ __forceinline__ float2 ld_shared_f32x2(uint32_t addr) {
+  float2 v;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(addr));
+  return v;
+}
 
 // ----------------------------------------------------------------------------------------- wgmma
 
