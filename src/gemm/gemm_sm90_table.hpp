@@ -358,9 +358,14 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   // (16384x57344x8192, 217 waves: 0.96 -> 0.95; 12288x28672x4096, 81: even).
   const bool sixteen_bit =
       largest->operands == Operands::kBF16 || largest->operands == Operands::kF16;
+  // Where the group has the own 128x256 kernel (bf16 x @ w.t()), its data-parallel grid beats
+  // stream-K up to K = 8192 since its epilogue lost the column loads (session 36, H100, one
+  // process, x torch.matmul, CUTLASS stream-K -> own: 8192^3 0.990 -> 1.017, 4096x57344x8192
+  // 0.974 -> 1.001; 16384x4096x14336 1.018 / 1.021 even; 16384x8192x28672 1.060 -> 1.018 stays).
+  const bool own_wide = own != nullptr && own->tile_n == 256;
   if (sixteen_bit && largest->stream_k && largest->tile_n == 256 &&
       p.decomposition == Decomposition::kDataParallel && tiles >= 2 * sms && tiles < 64 * sms &&
-      ceil_div(kdim, largest->tile_k) >= 4) {
+      ceil_div(kdim, largest->tile_k) >= 4 && !(own_wide && kdim <= 8192)) {
     const int64_t last = tiles % sms;
     if (last != 0 && last * 10 < sms * 6) p.decomposition = Decomposition::kStreamK;
   }

@@ -350,7 +350,10 @@ TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
                                                 : P({128, 128}, Schedule::kCooperative));
     EXPECT_EQ(pick(1024, 4096, 4096), P({128, 128}, Schedule::kPingpong));
     EXPECT_EQ(pick(4096, 4096, 4096), P({128, 128}, Schedule::kPingpong));
-    EXPECT_EQ(pick(8192, 8192, 8192), P({128, 256}, Schedule::kCooperative));  // stream-K
+    // stream-K on CUTLASS's 128x256, but the own 128x256 data-parallel up to K = 8192
+    EXPECT_EQ(pick(8192, 8192, 8192), wide_tiny ? P({128, 256}, Schedule::kFp8Promoted)
+                                                : P({128, 256}, Schedule::kCooperative));
+    EXPECT_EQ(pick(16384, 8192, 28672), P({128, 256}, Schedule::kCooperative));
     // data-parallel 128x256: the own main loop where the group has it
     EXPECT_EQ(pick(16384, 28672, 4096), wide_tiny ? P({128, 256}, Schedule::kFp8Promoted)
                                                   : P({128, 256}, Schedule::kCooperative));
