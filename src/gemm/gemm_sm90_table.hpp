@@ -376,7 +376,9 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   // 0.940 -> 0.964, 4096x4096x14336 0.966 -> 0.979, 1024x8192x28672 0.978 -> 0.985,
   // 4096x8192x28672 0.985 -> 0.992, 16384x10240x8192 0.948 -> 0.955, 16384x57344x8192 0.978 ->
   // 0.990); CUTLASS's stream-K stays where it runs (16384x8192x28672 1.036 vs own 1.012,
-  // 16384x4096x14336 1.018 vs 1.009) and so does ping-pong (16384x4096x4096 1.051 vs 0.972). With
+  // 16384x4096x14336 1.018 vs 1.009) and so does ping-pong (16384x4096x4096 1.051 vs 0.972).
+  // (Numbers from before the own epilogue's fix, d929b1e, which took the own tile to 0.99-1.02x
+  // on those shapes; stream-K now only from K > 8192 where the own row exists, above.) With
   // block scaling only where the own kernel's last wave is at least 80 % full: it has no split of
   // a ragged last wave, and CUTLASS's block kernel, with its finer 128x128 tiles, wins wherever
   // that wave is emptier (H100, 10 shapes, session 9: own / CUTLASS 1.06-1.19x at 85 % full,
