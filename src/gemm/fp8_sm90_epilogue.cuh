@@ -153,7 +153,8 @@ __device__ __forceinline__ void stage_columns(const EpilogueArgs& e, float* cols
 // StoreRegisters: to global memory, rows and columns past M, N skipped. StoreTma: every element
 // to the warpgroup's shared-memory buffer `dtile` (TMA clips what lies past M, N); operand loads
 // of rows / columns past M, N are skipped (clamped addresses, selected away), without branches.
-// The source is read through __restrict__ pointers so its loads can move ahead of the stores.
+// The source is read with __ldg (read-only for the kernel), so its loads can move ahead of the
+// stores.
 // kCols: the tile has column vectors (scale_n or bias_n) staged at shared address `cols`; without
 // them the loop reads nothing but the accumulators. Each column pair's vectors are loaded once
 // for both rows, one pair ahead: read right before their use (as generic loads, behind the
