@@ -1,10 +1,12 @@
 // deepwell's own sm_90a FP8 GEMM (e4m3 x e4m3 / e5m2 -> bf16 or fp16, A and B K-major; also
-// bf16 x bf16 -> bf16 on the same pipeline, InBf16), warp-specialized like DeepGEMM's: plain CUDA around a POD parameter struct, with TMA, mbarriers
-// and wgmma as the only sm_90 pieces (fp8_sm90_ptx.cuh, CuTe's wgmma structs).
+// bf16 x bf16 -> bf16 on the same pipeline, InBf16), warp-specialized like DeepGEMM's: plain
+// CUDA around a POD parameter struct, with TMA, mbarriers and wgmma as the only sm_90 pieces
+// (fp8_sm90_ptx.cuh, CuTe's wgmma structs).
 //
 //   CTA = 3 warpgroups: WG 0 and 1 do the math (64 rows of the 128-row tile each, setmaxnreg 232),
 //   WG 2 is the producer (one elected thread issues all TMA loads, setmaxnreg 40).
-//   Tile 128 x kBlockN x 128 fp8 / 64 bf16 (one 128-byte k-block per stage), kStages stages (fp8_sm90_mainloop.cuh).
+//   Tile 128 x kBlockN x 128 fp8 / 64 bf16 (one 128-byte k-block per stage), kStages stages
+//   (fp8_sm90_mainloop.cuh).
 //   Persistent grid of min(tiles, SMs) CTAs, grouped tile order (fp8_sm90_scheduler.cuh);
 //   optionally 2-CTA clusters along M sharing B by TMA multicast (kClusterM).
 //   Epilogue (fp8_sm90_epilogue.cuh) from registers to global memory (StoreRegisters) or through a

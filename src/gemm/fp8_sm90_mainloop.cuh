@@ -114,18 +114,9 @@ struct WgmmaOp<192, true> {
   using Op = cute::SM90::GMMA::MMA_64x192x32_F32E4M3E5M2_SS_TN<>;
 };
 
+// bf16 operands, both K-major (the compiled bf16 row is 128x256).
 template <int kN>
 struct WgmmaOpBf16;
-template <>
-struct WgmmaOpBf16<128> {
-  using Op = cute::SM90::GMMA::MMA_64x128x16_F32BF16BF16_SS<cute::SM90::GMMA::Major::K,
-                                                             cute::SM90::GMMA::Major::K>;
-};
-template <>
-struct WgmmaOpBf16<192> {
-  using Op = cute::SM90::GMMA::MMA_64x192x16_F32BF16BF16_SS<cute::SM90::GMMA::Major::K,
-                                                             cute::SM90::GMMA::Major::K>;
-};
 template <>
 struct WgmmaOpBf16<256> {
   using Op = cute::SM90::GMMA::MMA_64x256x16_F32BF16BF16_SS<cute::SM90::GMMA::Major::K,

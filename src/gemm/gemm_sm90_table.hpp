@@ -372,13 +372,9 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   // deepwell's own main loop replaces the CUTLASS kernel wherever that one would run
   // data-parallel; split-K and stream-K plans (few tiles, ragged waves) stay on CUTLASS. For
   // bf16 x @ w.t() that is the 128x256 tile past every rule above (H100, one process, x
-  // torch.matmul, CUTLASS -> own, session 36: 16384x28672x4096 0.925 -> 0.951, 1024x4096x14336
-  // 0.940 -> 0.964, 4096x4096x14336 0.966 -> 0.979, 1024x8192x28672 0.978 -> 0.985,
-  // 4096x8192x28672 0.985 -> 0.992, 16384x10240x8192 0.948 -> 0.955, 16384x57344x8192 0.978 ->
-  // 0.990); CUTLASS's stream-K stays where it runs (16384x8192x28672 1.036 vs own 1.012,
-  // 16384x4096x14336 1.018 vs 1.009) and so does ping-pong (16384x4096x4096 1.051 vs 0.972).
-  // (Numbers from before the own epilogue's fix, d929b1e, which took the own tile to 0.99-1.02x
-  // on those shapes; stream-K now only from K > 8192 where the own row exists, above.) With
+  // torch.matmul, CUTLASS -> own: 16384x28672x4096 0.925 -> 0.951 before the own epilogue's fix,
+  // 0.992 after it; docs/perf-notes.md, GEMM session 36); ping-pong keeps its shapes
+  // (16384x4096x4096 and 1024x28672x4096 swung either way between runs). With
   // block scaling only where the own kernel's last wave is at least 80 % full: it has no split of
   // a ragged last wave, and CUTLASS's block kernel, with its finer 128x128 tiles, wins wherever
   // that wave is emptier (H100, 10 shapes, session 9: own / CUTLASS 1.06-1.19x at 85 % full,
