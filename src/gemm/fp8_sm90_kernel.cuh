@@ -68,7 +68,7 @@ template <bool kE5M2B_, class Scale_, int kBlockN_, int kStages_,
           class Promotion_ = PromoteSerial, int kClusterM_ = 1, class Store_ = StoreRegisters,
           class Tiles_ = TilesSerial, class Out_ = OutBf16, class In_ = InFp8>
 struct Fp8Kernel {
-  using In = In_;    // the operands' element: InFp8 or InBf16 (fp8_sm90_mainloop.cuh)
+  using In = In_;    // the operands' element: InFp8, InBf16 or InF16 (fp8_sm90_mainloop.cuh)
   using Out = Out_;  // D's element: OutBf16 or OutF16 (fp8_sm90_epilogue.cuh)
   using Scale = Scale_;
   using Promotion = Promotion_;
@@ -95,10 +95,10 @@ struct Fp8Kernel {
   // + 1024: the dynamic shared memory base is aligned up to a 1024-byte boundary in the kernel.
   static constexpr int kSmemBytes = Smem::kBytes + 1024;
 
-  static_assert(In::kBf16 || kBlockK == 128,
+  static_assert(In::k16Bit || kBlockK == 128,
                 "one promotion per 128 of K: the 1x128 / 128x128 scale blocks");
-  static_assert(!In::kBf16 || (Promotion::kTemporaries == 0 && !Scale::kMainloopScales && !kE5M2B),
-                "bf16 operands: no promotion, no block scales");
+  static_assert(!In::k16Bit || (Promotion::kTemporaries == 0 && !Scale::kMainloopScales && !kE5M2B),
+                "16-bit operands: no promotion, no block scales");
   // Block scaling: a tile's columns lie in one 128-column B scale block (kBlockN = 128) or in two
   // (kBlockN = 192: tiles start at column 0 or 64 modulo 128); each 8-column wgmma chunk in one.
   static_assert(!Scale::kMainloopScales || kBlockN == 128 || kBlockN == 192,
@@ -192,7 +192,8 @@ using deepwell::detail::driver_encode_tiled;
 // (elements = bytes), read in boxes of 128 (K) x `box_rows` with 128-byte swizzling. Rows and K
 // past the ends are zero-filled by TMA, so any M, N, K works (the dispatcher checks the 16-byte
 // alignment of base, ld and bs).
-// (bf16 operands: elem_bytes 2, boxes of 64 elements of K, the same 128 bytes.)
+// (16-bit operands: elem_bytes 2, boxes of 64 elements of K, the same 128 bytes; described as
+// bf16 for bf16 and fp16 alike: TMA only copies them, and fills past the ends with zero bits.)
 inline Status encode_operand(CUtensorMap* map, const void* base, int64_t rows, int64_t k,
                              int64_t ld, int64_t bs, int64_t batch, uint32_t box_rows,
                              int elem_bytes = 1) {
@@ -218,11 +219,12 @@ template <class K>
 struct Fp8Launcher {
   // Does this configuration implement the kernel table's row `k`?
   static constexpr bool matches(const KernelSpec& k) {
-    return k.operands == (K::In::kBf16 ? Operands::kBF16
-                          : K::kE5M2B  ? Operands::kE4M3xE5M2
-                                       : Operands::kE4M3) &&
+    return k.operands == (K::In::kF16     ? Operands::kF16
+                          : K::In::k16Bit ? Operands::kBF16
+                          : K::kE5M2B     ? Operands::kE4M3xE5M2
+                                          : Operands::kE4M3) &&
            k.out == (K::Out::kIsF16 ? DType::kF16 : DType::kBF16) && k.a_k_major && k.b_k_major &&
-           k.scaling == (K::In::kBf16                  ? Scaling::kNone
+           k.scaling == (K::In::k16Bit              ? Scaling::kNone
                          : K::Scale::kMainloopScales ? Scaling::kBlock
                                                      : Scaling::kTensorRow) &&
            k.tile_m == K::kBlockM && k.tile_n == K::kBlockN && k.tile_k == K::kBlockK &&

@@ -80,17 +80,22 @@ struct TilesOverlapEpilogue {
 
 // ---------------------------------------------------------------------------- input policies
 
-// The operands' element type: fp8 (the kernel's first use; e4m3 or e5m2 B per kE5M2B) or bf16
-// (the same pipeline with bf16 wgmma and no promotion: PromoteNone). A k-block is
-// one 128-byte row of each operand either way (128 fp8 or 64 bf16 elements), so the shared-memory
-// stages, swizzle and wgmma descriptors are the same; 4 wgmmas of 32 bytes of K per k-block.
+// The operands' element type: fp8 (the kernel's first use; e4m3 or e5m2 B per kE5M2B) or a 16-bit
+// type, bf16 or fp16 (the same pipeline with 16-bit wgmma and no promotion: PromoteNone). A
+// k-block is one 128-byte row of each operand either way (128 fp8 or 64 16-bit elements), so the
+// shared-memory stages, swizzle and wgmma descriptors are the same; 4 wgmmas of 32 bytes of K per
+// k-block.
 struct InFp8 {
   static constexpr int kBytes = 1;
-  static constexpr bool kBf16 = false;
+  static constexpr bool k16Bit = false, kF16 = false;
 };
 struct InBf16 {
   static constexpr int kBytes = 2;
-  static constexpr bool kBf16 = true;
+  static constexpr bool k16Bit = true, kF16 = false;
+};
+struct InF16 {
+  static constexpr int kBytes = 2;
+  static constexpr bool k16Bit = true, kF16 = true;
 };
 
 // ------------------------------------------------------------------------------- wgmma shapes
@@ -114,17 +119,22 @@ struct WgmmaOp<192, true> {
   using Op = cute::SM90::GMMA::MMA_64x192x32_F32E4M3E5M2_SS_TN<>;
 };
 
-// bf16 operands, both K-major (the compiled bf16 row is 128x256).
-template <int kN>
-struct WgmmaOpBf16;
+// 16-bit operands, both K-major (the compiled 16-bit rows are 128x256).
+template <int kN, bool kF16>
+struct WgmmaOp16;
 template <>
-struct WgmmaOpBf16<256> {
+struct WgmmaOp16<256, false> {
   using Op = cute::SM90::GMMA::MMA_64x256x16_F32BF16BF16_SS<cute::SM90::GMMA::Major::K,
                                                              cute::SM90::GMMA::Major::K>;
 };
+template <>
+struct WgmmaOp16<256, true> {
+  using Op = cute::SM90::GMMA::MMA_64x256x16_F32F16F16_SS<cute::SM90::GMMA::Major::K,
+                                                           cute::SM90::GMMA::Major::K>;
+};
 template <class In, int kN, bool kE5M2B>
-using WgmmaOpFor =
-    typename std::conditional_t<In::kBf16, WgmmaOpBf16<kN>, WgmmaOp<kN, kE5M2B>>::Op;
+using WgmmaOpFor = typename std::conditional_t<In::k16Bit, WgmmaOp16<kN, In::kF16>,
+                                               WgmmaOp<kN, kE5M2B>>::Op;
 
 // d[0..kRegs) += A(64 x 32) * B(32 x N)^T, or = when `accumulate` is false.
 template <class Op, int kRegs, size_t... I>

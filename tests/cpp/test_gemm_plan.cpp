@@ -314,8 +314,9 @@ constexpr KernelSpec kTableRows[] = {DW_SM90_GEMM_KERNELS(DW_TEST_ROW)};
 
 // Every 16-bit group of the compiled table (bf16 / fp16, x @ w.t() and x @ w, same-type output)
 // holds the same five rows, so the shape rules make the same choice for each: 128x256, 128x128
-// and 128x64 cooperative with stream-K, and the 128x128 and 64x64 ping-pong rows; bf16 x @ w.t()
-// also has 64x96 and 64x160 ping-pong rows.
+// and 128x64 cooperative with stream-K, and the 128x128 and 64x64 ping-pong rows; x @ w.t() (bf16
+// and fp16) also has the own main loop's 128x256, and bf16 x @ w.t() 64x96 and 64x160 ping-pong
+// rows.
 TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
   struct Group {
     Operands ops;
@@ -327,6 +328,7 @@ TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
                   Group{Operands::kF16, DType::kF16, true},
                   Group{Operands::kF16, DType::kF16, false}}) {
     const bool wide_tiny = g.ops == Operands::kBF16 && g.b_k_major;
+    const bool own = g.b_k_major;  // x @ w.t(): the own main loop's 128x256 row too
     std::array<const KernelSpec*, 10> group{};
     size_t count = 0;
     for (const KernelSpec& k : kTableRows) {
@@ -336,8 +338,8 @@ TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
       }
     }
     SCOPED_TRACE(std::string(group[0] != nullptr ? group[0]->name : "empty group"));
-    // bf16 x @ w.t() also has the own main loop's 128x256 row
-    ASSERT_EQ(count, wide_tiny ? 8u : 5u);
+    // x @ w.t() also has the own main loop's 128x256 row, bf16 two more ping-pong tiles
+    ASSERT_EQ(count, 5u + (own ? 1u : 0u) + (wide_tiny ? 2u : 0u));
     auto pick = [&](int64_t m, int64_t n, int64_t k) {
       const KernelSpec* s = choose_plan(group.data(), count, m, n, k, 1, kSms).kernel;
       return std::make_pair(std::make_pair(s->tile_m, s->tile_n), s->schedule);
@@ -351,14 +353,14 @@ TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
     EXPECT_EQ(pick(1024, 4096, 4096), P({128, 128}, Schedule::kPingpong));
     EXPECT_EQ(pick(4096, 4096, 4096), P({128, 128}, Schedule::kPingpong));
     // stream-K on CUTLASS's 128x256, but the own 128x256 data-parallel up to K = 8192
-    EXPECT_EQ(pick(8192, 8192, 8192), wide_tiny ? P({128, 256}, Schedule::kFp8Promoted)
-                                                : P({128, 256}, Schedule::kCooperative));
+    EXPECT_EQ(pick(8192, 8192, 8192), own ? P({128, 256}, Schedule::kFp8Promoted)
+                                          : P({128, 256}, Schedule::kCooperative));
     EXPECT_EQ(pick(16384, 8192, 28672), P({128, 256}, Schedule::kCooperative));
     // data-parallel 128x256: the own main loop where the group has it
-    EXPECT_EQ(pick(16384, 28672, 4096), wide_tiny ? P({128, 256}, Schedule::kFp8Promoted)
-                                                  : P({128, 256}, Schedule::kCooperative));
-    EXPECT_EQ(pick(4096, 4096, 14336), wide_tiny ? P({128, 256}, Schedule::kFp8Promoted)
-                                                 : P({128, 256}, Schedule::kCooperative));
+    EXPECT_EQ(pick(16384, 28672, 4096), own ? P({128, 256}, Schedule::kFp8Promoted)
+                                            : P({128, 256}, Schedule::kCooperative));
+    EXPECT_EQ(pick(4096, 4096, 14336), own ? P({128, 256}, Schedule::kFp8Promoted)
+                                           : P({128, 256}, Schedule::kCooperative));
   }
 }
 

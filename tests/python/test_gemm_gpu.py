@@ -366,7 +366,7 @@ _FORCED_16BIT = [(f, "bfloat16", "kk") for f in [
     (f, "float16", "kk") for f in [
     "f16_kk_f16_128x256,dp", "f16_kk_f16_128x128,dp", "f16_kk_f16_128x128,splitk,3",
     "f16_kk_f16_128x64,dp", "f16_kk_f16_128x64,splitk,3", "f16_kk_f16_128x64,streamk",
-    "f16_kk_f16_pp_128x128,dp", "f16_kk_f16_pp_64x64,dp"]] + [
+    "f16_kk_f16_pp_128x128,dp", "f16_kk_f16_pp_64x64,dp", "f16_kk_f16_ws_128x256,dp"]] + [
     (f, "float16", "kn") for f in [
     "f16_kn_f16_128x256,dp", "f16_kn_f16_128x256,splitk,3", "f16_kn_f16_128x128,dp",
     "f16_kn_f16_128x64,dp", "f16_kn_f16_128x64,streamk", "f16_kn_f16_pp_128x128,dp,1,h,2", "f16_kn_f16_pp_64x64,dp"]]
