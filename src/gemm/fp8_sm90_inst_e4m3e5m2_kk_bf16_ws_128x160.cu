@@ -14,7 +14,7 @@ struct WgmmaOp<160, true> {
   using Op = cute::SM90::GMMA::MMA_64x160x32_F32E4M3E5M2_SS_TN<>;
 };
 using Config_e4m3e5m2_kk_bf16_ws_128x160 =
-    Fp8Kernel</*B e5m2*/ true, ScaleTensorRow, /*block N*/ 160, /*stages*/ 5, PromoteSerial,
+    Fp8Kernel</*B e5m2*/ true, ScaleTensorRow, /*block N*/ 160, /*stages*/ 5, PromoteSerialPairs,
               /*cluster M*/ 1, StoreTma, TilesSerial>;
 }  // namespace deepwell::matmul::sm90::fp8
 
