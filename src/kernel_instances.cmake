@@ -66,7 +66,6 @@ set(DEEPWELL_CUDA_SOURCES
   src/gemm/fp8_sm90_inst_bf16_kk_bf16_ws_128x256.cu
   src/gemm/fp8_sm90_inst_f16_kk_f16_ws_128x256.cu
   src/gemm/fp8_sm90_inst_e4m3_kk_bf16_ws_128x192.cu
-  src/gemm/fp8_sm90_inst_e4m3_kk_bf16_ws_128x192_p1.cu
   src/gemm/fp8_sm90_inst_e4m3_kk_f16_ws_128x192.cu
   src/gemm/fp8_sm90_inst_e4m3e5m2_kk_bf16_ws_128x192.cu
   src/gemm/fp8_sm90_inst_e4m3e5m2_kk_f16_ws_128x192.cu

@@ -85,7 +85,6 @@ struct KernelSpec {
   X(bf16_kk_bf16_ws_128x256, kBF16,     kBF16, true,     true,     kNone,     128, 256,  64, 1, 1, kFp8Promoted, false)  \
   X(f16_kk_f16_ws_128x256, kF16,        kF16,  true,     true,     kNone,     128, 256,  64, 1, 1, kFp8Promoted, false)  \
   X(e4m3_kk_bf16_ws_128x192, kE4M3,     kBF16, true,     true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
-  X(e4m3_kk_bf16_ws_128x192_p1,kE4M3,  kBF16, true,     true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3_kk_f16_ws_128x192, kE4M3,      kF16,  true,     true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3e5m2_kk_bf16_ws_128x192, kE4M3xE5M2, kBF16, true, true,   kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3e5m2_kk_f16_ws_128x192, kE4M3xE5M2, kF16, true,  true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
