@@ -10,7 +10,7 @@
 
 namespace deepwell::matmul::sm90::fp8 {
 using Config_e4m3_kk_bf16_ws_128x192 =
-    Fp8Kernel</*B e5m2*/ false, ScaleTensorRow, /*block N*/ 192, /*stages*/ 4, PromoteSerialPairs,
+    Fp8Kernel</*B e5m2*/ false, ScaleTensorRow, /*block N*/ 192, /*stages*/ 4, PromoteHalves,
               /*cluster M*/ 1, StoreTma, TilesSerial>;
 }  // namespace deepwell::matmul::sm90::fp8
 

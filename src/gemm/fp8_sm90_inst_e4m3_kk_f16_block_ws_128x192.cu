@@ -6,7 +6,7 @@
 
 namespace deepwell::matmul::sm90::fp8 {
 using Config_e4m3_kk_f16_block_ws_128x192 =
-    Fp8Kernel</*B e5m2*/ false, ScaleBlock1x128x128, /*block N*/ 192, /*stages*/ 4, PromoteSerial,
+    Fp8Kernel</*B e5m2*/ false, ScaleBlock1x128x128, /*block N*/ 192, /*stages*/ 4, PromoteHalves,
               /*cluster M*/ 1, StoreTma, TilesSerial, OutF16>;
 }  // namespace deepwell::matmul::sm90::fp8
 

@@ -16,15 +16,16 @@
 // Scale policies (fp8_sm90_mainloop.cuh): ScaleTensorRow (scales in the epilogue), and
 // ScaleBlock1x128x128 (DeepSeek blocks promoted in the main loop).
 //
-// Compiled today (src/kernel_instances.cmake, rows of gemm_sm90_table.hpp): 128x192 tiles,
-// 4 stages, no cluster, StoreTma, TilesSerial, for e4m3 x e4m3 and e4m3 x e5m2 with tensor / row
-// scales (PromoteSerialPairs; bf16 or fp16 out) and for e4m3 block scales (PromoteSerial; bf16 or
-// fp16 out); and 128x160 tiles with 5 stages for e4m3 x e4m3 and e4m3 x e5m2 -> bf16 tensor / row
-// (ragged last waves only). And bf16 / fp16 x @ w.t() (InBf16 / InF16 operands, PromoteNone,
-// 128x256, 3 stages, StoreTma), where choose_plan would run CUTLASS's 128x256 data-parallel.
-// PromoteOverlapped, kClusterM = 2, StoreRegisters and TilesOverlapEpilogue passed the GPU tests
-// (forced) but measured slower than, or no faster than, what is compiled (docs/perf-notes.md,
-// "GEMM: deepwell's fp8 main loop", sessions 9 and 13), so no instance uses them.
+// Compiled today (src/kernel_instances.cmake, rows of gemm_sm90_table.hpp): PromoteHalves,
+// 128x192 tiles, 4 stages, no cluster, StoreTma, TilesSerial, for e4m3 x e4m3 and e4m3 x e5m2
+// with tensor / row scales (bf16 or fp16 out) and for e4m3 block scales (bf16 or fp16 out); and
+// 128x160 tiles with 5 stages for e4m3 x e4m3 and e4m3 x e5m2 -> bf16 tensor / row (ragged last
+// waves only). And bf16 / fp16 x @ w.t() (InBf16 / InF16 operands, PromoteNone, 128x256,
+// 3 stages, StoreTma), where choose_plan would run CUTLASS's 128x256 data-parallel.
+// PromoteSerial, PromoteSerialPairs, PromoteOverlapped, kClusterM = 2, StoreRegisters and
+// TilesOverlapEpilogue passed the GPU tests (forced) but measured slower than, or no faster than,
+// what is compiled (docs/perf-notes.md, "GEMM: deepwell's fp8 main loop", sessions 9, 13 and
+// 37), so no instance uses them.
 //
 // Include only from fp8_sm90_inst_*.cu files; each instantiates one configuration with
 // DW_SM90_FP8_INSTANCE (bottom of this file) as one row of gemm_sm90_table.hpp.

@@ -1,6 +1,5 @@
 // Main loop of the fp8 GEMM kernel (fp8_sm90_kernel.cuh): the TMA producer and the math
-// warpgroups' k-loop with fp32 promotion outside the tensor cores every 128 of K (block scales) or
-// every 256 (tensor / row scales, PromoteSerialPairs).
+// warpgroups' k-loop with fp32 promotion outside the tensor cores every 128 of K.
 //
 // Pipeline: kStages shared-memory stages, each one k-block (128 of K) of the A tile (128 x 128
 // e4m3), of the B tile (kBlockN x 128) and, for block scaling, the 128 A scales of that k-block.
@@ -11,10 +10,10 @@
 // Math: each of the two math warpgroups owns 64 rows of the 128-row tile. Per k-block it issues
 // 4 x wgmma m64nNk32 into a temporary accumulator, waits for them, releases the stage and adds
 // `temp * scale` into the fp32 main accumulator (scale = sa[row] * sb for 1x128 x 128x128 block
-// scaling, 1 for tensor / row scaling, whose scales the epilogue applies; tensor / row scaling
-// promotes every second k-block, PromoteSerialPairs). The temporary restarts from zero at each
-// promotion (wgmma scale-d = 0), so at most 128 (256) products ever sit in the tensor core's
-// reduced-precision accumulator; that is what keeps K = 16384 results at the bf16 level.
+// scaling, 1 for tensor / row scaling, whose scales the epilogue applies). The temporary restarts
+// from zero every k-block (wgmma scale-d = 0), so at most 128 products ever sit in the tensor
+// core's reduced-precision accumulator; that is what keeps K = 16384 results at the bf16 level.
+// The compiled rows split this per column half (PromoteHalves) so that a warpgroup never drains.
 // The two warpgroups wait on the same stages but are otherwise independent: while one promotes
 // (FP32 pipe), the other's wgmma keeps the tensor cores busy -- the overlap CUTLASS's cooperative
 // FP8 kernels lose by draining both warpgroups before every promotion.
@@ -55,12 +54,28 @@ struct PromoteSerial {
 };
 // As PromoteSerial, but two k-blocks (256 fp8 of K) of wgmmas go into the temporary before each
 // promotion: half the drains and FADDs per warpgroup; the tensor cores' reduced-precision sums
-// run over 256 instead of 128 of K. Tensor / row scaling only (block scales change every
-// k-block). 8192^3 e4m3 tensor-scaled: 0.91 -> 0.98x torch._scaled_mm (H100, session 37).
+// run over 256 instead of 128 of K (all-positive operands: rel. error 2.4e-3 against 1.9e-3 for
+// per-128 and cuBLAS, bf16 rounding 1.8e-3). Tensor / row scaling only. Measured in session 37
+// (8192^3 0.91 -> 0.97x torch._scaled_mm over PromoteSerial), then replaced by PromoteHalves
+// (faster at K >= 8192 at per-128 accuracy); no compiled row uses it.
 struct PromoteSerialPairs {
   static constexpr int kTemporaries = 1;
   static constexpr int kBlocksPerPromotion = 2;
 };
+// One promotion per 128 of K, as PromoteSerial, without the drain: the temporary is split by
+// columns into two halves, each its own wgmma group (m64 n kBlockN/2). While one half's group runs
+// on the tensor cores the warpgroup promotes the other half, then issues the next k-block's
+// wgmmas for it, so each warpgroup always has a group in flight (wgmma wait 1). Same registers as
+// PromoteSerial (two half temporaries); the A tile is read from shared memory twice per k-block.
+// Every compiled fp8 row uses it (session 37, H100, x torch._scaled_mm: tensor 8192^3 0.97 ->
+// 0.99 against PromoteSerialPairs, K = 32768 0.99 -> 1.01, K = 2048 0.96 -> 0.93; block
+// 1030 -> 1080 TFLOP/s at 8192^3, 945 -> 1070 at 16384x8192x8192).
+struct PromoteHalves {
+  static constexpr int kTemporaries = 1;
+  static constexpr int kBlocksPerPromotion = 1;
+};
+template <class P>
+inline constexpr bool kIsHalves = std::is_same_v<P, PromoteHalves>;
 // Issue k-block kb + 1's wgmmas into a second temporary before promoting k-block kb (wgmma wait 1
 // instead of 0), so each warpgroup keeps a wgmma batch in flight while it promotes. Costs a second
 // kBlockN / 2 temporary registers per thread (192 accumulator registers at kBlockN = 128).
@@ -128,6 +143,15 @@ struct WgmmaOp<192, false> {
 template <>
 struct WgmmaOp<192, true> {
   using Op = cute::SM90::GMMA::MMA_64x192x32_F32E4M3E5M2_SS_TN<>;
+};
+
+template <>
+struct WgmmaOp<96, false> {  // PromoteHalves of 192-column tiles
+  using Op = cute::SM90::GMMA::MMA_64x96x32_F32E4M3E4M3_SS_TN<>;
+};
+template <>
+struct WgmmaOp<96, true> {
+  using Op = cute::SM90::GMMA::MMA_64x96x32_F32E4M3E5M2_SS_TN<>;
 };
 
 // 16-bit operands, both K-major (the compiled 16-bit rows are 128x256).
@@ -308,6 +332,86 @@ struct MathKBlock {
     return sc;
   }
 
+  // PromoteHalves: waits for the stage and reads its scales (issue()'s first half).
+  __device__ __forceinline__ KBlockScales wait_stage(uint32_t stage, uint32_t phase,
+                                                     int32_t kb) const {
+    float sb = 1.0f, sb2 = 1.0f;
+    if constexpr (K::Scale::kMainloopScales) {
+      sb = __ldg(sfb + kb);
+      if constexpr (K::kTwoBScales) sb2 = __ldg(sfb2 + kb);
+    }
+    mbar_wait(sm.full(stage), phase);
+    KBlockScales sc{1.0f, 1.0f, sb, sb2};
+    if constexpr (K::Scale::kMainloopScales) {
+      const float* sfa = sm.sfa(stage) + wg * 64 + row;
+      sc.a0 = sfa[0];
+      sc.a1 = sfa[8];
+    }
+    return sc;
+  }
+
+  // PromoteHalves: the 4 wgmmas of columns [kHalf * kBlockN / 2, + kBlockN / 2) of a waited-for
+  // stage into `tmp`, committed as one group.
+  static constexpr int kHalfRegs = kRegs / 2;
+  template <int kHalf>
+  __device__ __forceinline__ void issue_half(uint32_t stage, float (&tmp)[kHalfRegs]) const {
+    using HalfOp = WgmmaOpFor<typename K::In, K::kBlockN / 2, K::kE5M2B>;
+#pragma unroll
+    for (int i = 0; i < kHalfRegs; ++i) fence_operand(tmp[i]);
+    wgmma_fence();
+    const uint64_t da = smem_desc_k_sw128(sm.a(stage) + wg * 64 * K::kRowBytes);
+    const uint64_t db =
+        smem_desc_k_sw128(sm.b(stage) + kHalf * (K::kBlockN / 2) * K::kRowBytes);
+#pragma unroll
+    for (int k = 0; k < K::kRowBytes / 32; ++k) {
+      wgmma_call<HalfOp>(da + 2 * k, db + 2 * k, tmp, k > 0,
+                         std::make_index_sequence<kHalfRegs>{});
+    }
+    wgmma_commit();
+#pragma unroll
+    for (int i = 0; i < kHalfRegs; ++i) fence_operand(tmp[i]);
+  }
+
+  // PromoteHalves: acc[half] += tmp * scale (promote() for one half of the columns).
+  template <int kHalf>
+  __device__ __forceinline__ void promote_half(float (&acc)[kRegs], const float (&tmp)[kHalfRegs],
+                                               KBlockScales sc) const {
+    constexpr int kOff = kHalf * kHalfRegs;
+    if constexpr (K::Scale::kMainloopScales) {
+      const float s0 = sc.a0 * sc.b0, s1 = sc.a1 * sc.b0;
+      if constexpr (!K::kTwoBScales) {
+        promote_span<kRegs / 4, kOff>(acc, tmp, s0, s1, s0, s1);
+      } else {
+        const float t0 = sc.a0 * sc.b1, t1 = sc.a1 * sc.b1;
+        if (first_chunks == 16) {
+          promote_span<16, kOff>(acc, tmp, s0, s1, t0, t1);
+        } else {
+          promote_span<8, kOff>(acc, tmp, s0, s1, t0, t1);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kHalfRegs; ++i) acc[kOff + i] += tmp[i];
+    }
+  }
+
+  // acc[kOff + i] += tmp[i] * scale, where the tile's chunk c = (kOff + i) / 4 takes (r0, r1)
+  // for c < kFirst, else (u0, u1).
+  template <int kFirst, int kOff>
+  __device__ __forceinline__ static void promote_span(float (&acc)[kRegs],
+                                                      const float (&tmp)[kHalfRegs], float r0,
+                                                      float r1, float u0, float u1) {
+#pragma unroll
+    for (int i = 0; i < kHalfRegs; i += 4) {
+      const bool first = (kOff + i) / 4 < kFirst;
+      const float x0 = first ? r0 : u0, x1 = first ? r1 : u1;
+      acc[kOff + i + 0] = fmaf(tmp[i + 0], x0, acc[kOff + i + 0]);
+      acc[kOff + i + 1] = fmaf(tmp[i + 1], x0, acc[kOff + i + 1]);
+      acc[kOff + i + 2] = fmaf(tmp[i + 2], x1, acc[kOff + i + 2]);
+      acc[kOff + i + 3] = fmaf(tmp[i + 3], x1, acc[kOff + i + 3]);
+    }
+  }
+
   // The stage's tiles and A scales are no longer read by this warp: hand it back (to every CTA
   // of the cluster: each one's producer wrote part of the B tile here).
   __device__ __forceinline__ void release(uint32_t stage) const {
@@ -419,6 +523,43 @@ __device__ __forceinline__ void kloop_pairs(const MathKBlock<K, Params>& mk,
   if (kb < mk.p.k_blocks) kloop_serial<K>(mk, st, kb, acc);
 }
 
+// All k-blocks of a tile with PromoteHalves: each k-block's two column halves are separate wgmma
+// groups; a half is promoted while the other half's group runs, then reissued for the next
+// k-block. Groups complete in order, so wait 1 always means "the older half is done".
+template <class K, class Params>
+__device__ __forceinline__ void kloop_halves(const MathKBlock<K, Params>& mk,
+                                             PipelineState<K::kStages>& st,
+                                             float (&acc)[K::kAccRegs]) {
+  constexpr int kHalfRegs = K::kAccRegs / 2;
+  static_assert(kHalfRegs % 4 == 0, "each half: whole 8-column chunks");
+  const int32_t n = mk.p.k_blocks;
+  if (n == 0) return;
+  float t0[kHalfRegs], t1[kHalfRegs];
+  KBlockScales sc = mk.wait_stage(st.stage, st.phase, 0);
+  mk.template issue_half<0>(st.stage, t0);
+  mk.template issue_half<1>(st.stage, t1);
+  for (int32_t kb = 0; kb + 1 < n; ++kb) {  // the last k-block after the loop: no branches
+    wgmma_wait<1>();  // half 0 of k-block kb
+    mk.template promote_half<0>(acc, t0, sc);
+    PipelineState<K::kStages> nx = st;
+    nx.advance();
+    const KBlockScales sc_next = mk.wait_stage(nx.stage, nx.phase, kb + 1);
+    mk.template issue_half<0>(nx.stage, t0);
+    wgmma_wait<1>();  // half 1 of k-block kb
+    mk.release(st.stage);
+    mk.template promote_half<1>(acc, t1, sc);
+    st = nx;
+    mk.template issue_half<1>(st.stage, t1);
+    sc = sc_next;
+  }
+  wgmma_wait<1>();
+  mk.template promote_half<0>(acc, t0, sc);
+  wgmma_wait<0>();
+  mk.release(st.stage);
+  mk.template promote_half<1>(acc, t1, sc);
+  st.advance();
+}
+
 // One tile's k-loop for math warpgroup `wg` (rows wg * 64 .. + 63 of the tile): acc = the tile's
 // fp32 sums, promoted every k-block (every second one with PromoteSerialPairs).
 template <class K, class Params>
@@ -447,6 +588,8 @@ __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K:
     wgmma_wait<0>();
     mk.release(st.stage);
     st.advance();
+  } else if constexpr (kIsHalves<typename K::Promotion>) {
+    kloop_halves<K>(mk, st, acc);
   } else if constexpr (K::Promotion::kTemporaries == 1) {
     if constexpr (K::Promotion::kBlocksPerPromotion == 2) {
       kloop_pairs<K>(mk, st, 0, acc);
@@ -494,7 +637,8 @@ template <class K, class Params, class Epilogue>
 __device__ __forceinline__ void tiles_overlapped(const Params& p, const typename K::Smem& sm,
                                                  const typename K::Scheduler& sched, int wg,
                                                  int row, int lane, Epilogue&& epilogue) {
-  static_assert(K::Promotion::kTemporaries == 1, "the overlap needs PromoteSerial");
+  static_assert(K::Promotion::kTemporaries == 1 && !kIsHalves<typename K::Promotion>,
+                "the overlap needs PromoteSerial");
   constexpr int kRegs = K::kAccRegs;
   PipelineState<K::kStages> st;
   float acc[kRegs];
