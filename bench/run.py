@@ -47,6 +47,8 @@ def parse_args(argv=None):
                         "a 256 MB buffer before each call")
     p.add_argument("--rep-ms", type=float, help="timed milliseconds per variant "
                    "(default 100, smoke 40)")
+    p.add_argument("--warmup-ms", type=float, help="untimed milliseconds per variant before "
+                   "each case's timed calls (default 25, smoke 10)")
     p.add_argument("--do-bench", action="store_true",
                    help="also record triton.testing.do_bench's median as a cross-check")
     p.add_argument("--no-flex", action="store_true", help="do not time flex_attention")
@@ -67,7 +69,8 @@ def run_child(args) -> int:
     device = "cpu" if args.cpu else "cuda"
     common.OPTIONS.update(flex=not args.no_flex, compile_on_cpu=args.compile_on_cpu)
     rep_ms = args.rep_ms or (40.0 if args.smoke else 100.0)
-    timing.configure(l2=args.l2, rep_ms=rep_ms, warmup_ms=10.0 if args.smoke else 25.0,
+    warmup_ms = args.warmup_ms or (10.0 if args.smoke else 25.0)
+    timing.configure(l2=args.l2, rep_ms=rep_ms, warmup_ms=warmup_ms,
                      do_bench=args.do_bench)
     timing.CPU_CONFIG["rep_ms"] = rep_ms
     suite = importlib.import_module(f"suites.{args.child}")
