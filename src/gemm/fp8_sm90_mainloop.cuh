@@ -297,12 +297,9 @@ struct MathKBlock {
   const float* sfb2;  // the next row (kBlockN > 128: the tile's columns past the first B block)
   int32_t first_chunks;  // kBlockN > 128: 8-column chunks of the tile in its first B block
 
-  // Waits for the stage, reads its A scales, issues its 4 wgmmas into `tmp` (committed as one
-  // group, not waited for).
-  // (`accumulate`: the first wgmma adds to tmp too: PromoteNone's main accumulator.)
-  __device__ __forceinline__ KBlockScales issue(uint32_t stage, uint32_t phase, int32_t kb,
-                                                float (&tmp)[kRegs],
-                                                bool accumulate = false) const {
+  // Waits for the stage and reads its scales (1 for tensor / row scaling).
+  __device__ __forceinline__ KBlockScales wait_stage(uint32_t stage, uint32_t phase,
+                                                     int32_t kb) const {
     float sb = 1.0f, sb2 = 1.0f;
     if constexpr (K::Scale::kMainloopScales) {
       sb = __ldg(sfb + kb);  // L1 hits after the tile's first k-blocks
@@ -315,6 +312,16 @@ struct MathKBlock {
       sc.a0 = sfa[0];
       sc.a1 = sfa[8];
     }
+    return sc;
+  }
+
+  // Waits for the stage, reads its A scales, issues its 4 wgmmas into `tmp` (committed as one
+  // group, not waited for).
+  // (`accumulate`: the first wgmma adds to tmp too: PromoteNone's main accumulator.)
+  __device__ __forceinline__ KBlockScales issue(uint32_t stage, uint32_t phase, int32_t kb,
+                                                float (&tmp)[kRegs],
+                                                bool accumulate = false) const {
+    const KBlockScales sc = wait_stage(stage, phase, kb);
 #pragma unroll
     for (int i = 0; i < kRegs; ++i) fence_operand(tmp[i]);
     wgmma_fence();
@@ -329,24 +336,6 @@ struct MathKBlock {
     wgmma_commit();
 #pragma unroll
     for (int i = 0; i < kRegs; ++i) fence_operand(tmp[i]);
-    return sc;
-  }
-
-  // PromoteHalves: waits for the stage and reads its scales (issue()'s first half).
-  __device__ __forceinline__ KBlockScales wait_stage(uint32_t stage, uint32_t phase,
-                                                     int32_t kb) const {
-    float sb = 1.0f, sb2 = 1.0f;
-    if constexpr (K::Scale::kMainloopScales) {
-      sb = __ldg(sfb + kb);
-      if constexpr (K::kTwoBScales) sb2 = __ldg(sfb2 + kb);
-    }
-    mbar_wait(sm.full(stage), phase);
-    KBlockScales sc{1.0f, 1.0f, sb, sb2};
-    if constexpr (K::Scale::kMainloopScales) {
-      const float* sfa = sm.sfa(stage) + wg * 64 + row;
-      sc.a0 = sfa[0];
-      sc.a1 = sfa[8];
-    }
     return sc;
   }
 
