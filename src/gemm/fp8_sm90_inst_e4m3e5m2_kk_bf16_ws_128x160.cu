@@ -3,16 +3,12 @@
 // row/column scales, bf16 output; 5 stages, 32-column TMA-store boxes. Like the e4m3 row, the
 // shape rule picks it only where the 128x192 tiles leave the last wave mostly empty (>= 8 % fewer
 // wave-columns; of the benchmark's shapes, 4096x7168x16384). wgmma N = 80 (PromoteHalves' column
-// halves) and 160 come from CuTe's extended GMMA list, included in this file only.
+// halves) comes from CuTe's extended GMMA list, included in this file only.
 #include "gemm/fp8_sm90_kernel.cuh"
 // after the kernel header: the extended list builds on cute/arch/mma_sm90_gmma.hpp
 #include "cute/arch/mma_sm90_gmma_ext.hpp"
 
 namespace deepwell::matmul::sm90::fp8 {
-template <>
-struct WgmmaOp<160, true> {  // the kernel's full-tile wgmma type (unused by PromoteHalves)
-  using Op = cute::SM90::GMMA::MMA_64x160x32_F32E4M3E5M2_SS_TN<>;
-};
 template <>
 struct WgmmaOp<80, true> {  // PromoteHalves: two 80-column halves
   using Op = cute::SM90::GMMA::MMA_64x80x32_F32E4M3E5M2_SS_TN<>;

@@ -1,7 +1,7 @@
 // deepwell's own sm_90a FP8 GEMM (e4m3 x e4m3 / e5m2 -> bf16 or fp16, A and B K-major; also
-// bf16 x bf16 -> bf16 on the same pipeline, InBf16), warp-specialized like DeepGEMM's: plain
-// CUDA around a POD parameter struct, with TMA, mbarriers and wgmma as the only sm_90 pieces
-// (fp8_sm90_ptx.cuh, CuTe's wgmma structs).
+// bf16 / fp16 x @ w.t() on the same pipeline, InBf16 / InF16), warp-specialized like DeepGEMM's:
+// plain CUDA around a POD parameter struct, with TMA, mbarriers and wgmma as the only sm_90
+// pieces (fp8_sm90_ptx.cuh, CuTe's wgmma structs).
 //
 //   CTA = 3 warpgroups: WG 0 and 1 do the math (64 rows of the 128-row tile each, setmaxnreg 232),
 //   WG 2 is the producer (one elected thread issues all TMA loads, setmaxnreg 40).

@@ -289,7 +289,6 @@ struct KBlockScales {
 template <class K, class Params>
 struct MathKBlock {
   static constexpr int kRegs = K::kAccRegs;
-  using Op = WgmmaOpFor<typename K::In, K::kBlockN, K::kE5M2B>;
   const Params& p;
   const typename K::Smem& sm;
   int wg, row, lane;
@@ -315,63 +314,62 @@ struct MathKBlock {
     return sc;
   }
 
-  // Waits for the stage, reads its A scales, issues its 4 wgmmas into `tmp` (committed as one
-  // group, not waited for).
-  // (`accumulate`: the first wgmma adds to tmp too: PromoteNone's main accumulator.)
+  // The 4 wgmmas (32 bytes of K each: fp8 k32, 16-bit k16; descriptors count 16-byte units) of a
+  // waited-for stage into `tmp`: this warpgroup's 64 rows of A times kN columns of B from row
+  // `b_row0`, committed as one group, not waited for. (`accumulate`: the first wgmma adds to tmp
+  // too: PromoteNone's main accumulator.)
+  template <int kN, int kCount>
+  __device__ __forceinline__ void issue_group(uint32_t stage, int b_row0, float (&tmp)[kCount],
+                                              bool accumulate) const {
+    using GroupOp = WgmmaOpFor<typename K::In, kN, K::kE5M2B>;
+#pragma unroll
+    for (int i = 0; i < kCount; ++i) fence_operand(tmp[i]);
+    wgmma_fence();
+    const uint64_t da = smem_desc_k_sw128(sm.a(stage) + wg * 64 * K::kRowBytes);
+    const uint64_t db = smem_desc_k_sw128(sm.b(stage) + b_row0 * K::kRowBytes);
+#pragma unroll
+    for (int k = 0; k < K::kRowBytes / 32; ++k) {
+      wgmma_call<GroupOp>(da + 2 * k, db + 2 * k, tmp, accumulate || k > 0,
+                          std::make_index_sequence<kCount>{});
+    }
+    wgmma_commit();
+#pragma unroll
+    for (int i = 0; i < kCount; ++i) fence_operand(tmp[i]);
+  }
+
+  // Waits for the stage, reads its scales, issues its wgmmas over the whole tile into `tmp`.
   __device__ __forceinline__ KBlockScales issue(uint32_t stage, uint32_t phase, int32_t kb,
                                                 float (&tmp)[kRegs],
                                                 bool accumulate = false) const {
     const KBlockScales sc = wait_stage(stage, phase, kb);
-#pragma unroll
-    for (int i = 0; i < kRegs; ++i) fence_operand(tmp[i]);
-    wgmma_fence();
-    const uint64_t da = smem_desc_k_sw128(sm.a(stage) + wg * 64 * K::kRowBytes);
-    const uint64_t db = smem_desc_k_sw128(sm.b(stage));
-    // 4 wgmmas of 32 bytes of K (fp8: k32, bf16: k16); descriptors count 16-byte units
-#pragma unroll
-    for (int k = 0; k < K::kRowBytes / 32; ++k) {
-      wgmma_call<Op>(da + 2 * k, db + 2 * k, tmp, accumulate || k > 0,
-                     std::make_index_sequence<kRegs>{});
-    }
-    wgmma_commit();
-#pragma unroll
-    for (int i = 0; i < kRegs; ++i) fence_operand(tmp[i]);
+    issue_group<K::kBlockN>(stage, 0, tmp, accumulate);
     return sc;
   }
 
-  // PromoteHalves: the 4 wgmmas of columns [kHalf * kBlockN / 2, + kBlockN / 2) of a waited-for
-  // stage into `tmp`, committed as one group.
+  // PromoteHalves: the wgmmas of columns [kHalf * kBlockN / 2, + kBlockN / 2) of a waited-for
+  // stage into `tmp`.
   static constexpr int kHalfRegs = kRegs / 2;
   template <int kHalf>
   __device__ __forceinline__ void issue_half(uint32_t stage, float (&tmp)[kHalfRegs]) const {
-    using HalfOp = WgmmaOpFor<typename K::In, K::kBlockN / 2, K::kE5M2B>;
-#pragma unroll
-    for (int i = 0; i < kHalfRegs; ++i) fence_operand(tmp[i]);
-    wgmma_fence();
-    const uint64_t da = smem_desc_k_sw128(sm.a(stage) + wg * 64 * K::kRowBytes);
-    const uint64_t db =
-        smem_desc_k_sw128(sm.b(stage) + kHalf * (K::kBlockN / 2) * K::kRowBytes);
-#pragma unroll
-    for (int k = 0; k < K::kRowBytes / 32; ++k) {
-      wgmma_call<HalfOp>(da + 2 * k, db + 2 * k, tmp, k > 0,
-                         std::make_index_sequence<kHalfRegs>{});
-    }
-    wgmma_commit();
-#pragma unroll
-    for (int i = 0; i < kHalfRegs; ++i) fence_operand(tmp[i]);
+    issue_group<K::kBlockN / 2>(stage, kHalf * (K::kBlockN / 2), tmp, false);
   }
 
-  // PromoteHalves: acc[half] += tmp * scale (promote() for one half of the columns).
-  template <int kHalf>
-  __device__ __forceinline__ void promote_half(float (&acc)[kRegs], const float (&tmp)[kHalfRegs],
-                                               KBlockScales sc) const {
-    constexpr int kOff = kHalf * kHalfRegs;
+  // acc[kOff, kOff + kCount) += tmp * scale: the k-block's partial sums of those accumulators
+  // (scale = sa[row] * sb for block scaling, 1 for tensor / row scaling).
+  template <int kOff, int kCount>
+  __device__ __forceinline__ void promote_range(float (&acc)[kRegs], const float (&tmp)[kCount],
+                                                KBlockScales sc) const {
     if constexpr (K::Scale::kMainloopScales) {
+      // The four products once per k-block; which one a chunk takes is fixed at compile time for
+      // each column offset a tile can have in its first B block, so the per-element work is one
+      // FFMA. (A per-chunk run-time select compiled to FSEL + FMUL per chunk plus predicate
+      // logic: ~300 instructions per k-block and warp, then ~200; tensor scaling ~175.)
       const float s0 = sc.a0 * sc.b0, s1 = sc.a1 * sc.b0;
       if constexpr (!K::kTwoBScales) {
         promote_span<kRegs / 4, kOff>(acc, tmp, s0, s1, s0, s1);
       } else {
         const float t0 = sc.a0 * sc.b1, t1 = sc.a1 * sc.b1;
+        // a 192-column tile starts at column 0 or 64 of its first 128-column B block
         if (first_chunks == 16) {
           promote_span<16, kOff>(acc, tmp, s0, s1, t0, t1);
         } else {
@@ -380,18 +378,28 @@ struct MathKBlock {
       }
     } else {
 #pragma unroll
-      for (int i = 0; i < kHalfRegs; ++i) acc[kOff + i] += tmp[i];
+      for (int i = 0; i < kCount; ++i) acc[kOff + i] += tmp[i];
     }
   }
+  __device__ __forceinline__ void promote(float (&acc)[kRegs], const float (&tmp)[kRegs],
+                                          KBlockScales sc) const {
+    promote_range<0, kRegs>(acc, tmp, sc);
+  }
+  template <int kHalf>
+  __device__ __forceinline__ void promote_half(float (&acc)[kRegs], const float (&tmp)[kHalfRegs],
+                                               KBlockScales sc) const {
+    promote_range<kHalf * kHalfRegs, kHalfRegs>(acc, tmp, sc);
+  }
 
-  // acc[kOff + i] += tmp[i] * scale, where the tile's chunk c = (kOff + i) / 4 takes (r0, r1)
-  // for c < kFirst, else (u0, u1).
-  template <int kFirst, int kOff>
+  // acc[kOff + i] += tmp[i] * scale, where the tile's chunk c = (kOff + i) / 4 (accumulators
+  // 4c .. 4c + 3: columns 8c .. 8c + 7, rows `row` and `row + 8`) takes (r0, r1) for c < kFirst,
+  // else (u0, u1).
+  template <int kFirst, int kOff, int kCount>
   __device__ __forceinline__ static void promote_span(float (&acc)[kRegs],
-                                                      const float (&tmp)[kHalfRegs], float r0,
+                                                      const float (&tmp)[kCount], float r0,
                                                       float r1, float u0, float u1) {
 #pragma unroll
-    for (int i = 0; i < kHalfRegs; i += 4) {
+    for (int i = 0; i < kCount; i += 4) {
       const bool first = (kOff + i) / 4 < kFirst;
       const float x0 = first ? r0 : u0, x1 = first ? r1 : u1;
       acc[kOff + i + 0] = fmaf(tmp[i + 0], x0, acc[kOff + i + 0]);
@@ -408,47 +416,6 @@ struct MathKBlock {
       mbar_arrive_if(sm.empty(stage), lane == 0);
     } else {
       mbar_arrive_cluster_if(sm.empty(stage), static_cast<uint32_t>(lane), lane < K::kClusterM);
-    }
-  }
-
-  __device__ __forceinline__ void promote(float (&acc)[kRegs], const float (&tmp)[kRegs],
-                                          KBlockScales sc) const {
-    if constexpr (K::Scale::kMainloopScales) {
-      // The four products once per k-block; which one a chunk takes is fixed at compile time for
-      // each of the two column offsets a tile can have in its first B block, so the per-element
-      // work is one FFMA. (A per-chunk run-time select compiled to FSEL + FMUL per chunk plus
-      // predicate logic: ~300 instructions per k-block and warp, now ~200; tensor scaling ~175.)
-      const float s0 = sc.a0 * sc.b0, s1 = sc.a1 * sc.b0;
-      if constexpr (!K::kTwoBScales) {
-        promote_chunks<kRegs / 4>(acc, tmp, s0, s1, s0, s1);
-      } else {
-        const float t0 = sc.a0 * sc.b1, t1 = sc.a1 * sc.b1;
-        // a 192-column tile starts at column 0 or 64 of its first 128-column B block
-        if (first_chunks == 16) {
-          promote_chunks<16>(acc, tmp, s0, s1, t0, t1);
-        } else {
-          promote_chunks<8>(acc, tmp, s0, s1, t0, t1);
-        }
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < kRegs; ++i) acc[i] += tmp[i];
-    }
-  }
-
-  // acc += tmp * scale, where chunk c (accumulators 4c .. 4c + 3: columns 8c .. 8c + 7 of the
-  // tile, rows `row` and `row + 8`) takes (r0, r1) for c < kFirst, else (u0, u1).
-  template <int kFirst>
-  __device__ __forceinline__ static void promote_chunks(float (&acc)[kRegs],
-                                                        const float (&tmp)[kRegs], float r0,
-                                                        float r1, float u0, float u1) {
-#pragma unroll
-    for (int i = 0; i < kRegs; i += 4) {
-      const float x0 = i / 4 < kFirst ? r0 : u0, x1 = i / 4 < kFirst ? r1 : u1;
-      acc[i + 0] = fmaf(tmp[i + 0], x0, acc[i + 0]);
-      acc[i + 1] = fmaf(tmp[i + 1], x0, acc[i + 1]);
-      acc[i + 2] = fmaf(tmp[i + 2], x1, acc[i + 2]);
-      acc[i + 3] = fmaf(tmp[i + 3], x1, acc[i + 3]);
     }
   }
 };

@@ -359,7 +359,7 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   // (16384x57344x8192, 217 waves: 0.96 -> 0.95; 12288x28672x4096, 81: even).
   const bool sixteen_bit =
       largest->operands == Operands::kBF16 || largest->operands == Operands::kF16;
-  // Where the group has the own 128x256 kernel (bf16 x @ w.t()), its data-parallel grid beats
+  // Where the group has the own 128x256 kernel (16-bit x @ w.t()), its data-parallel grid beats
   // stream-K up to K = 8192 since its epilogue lost the column loads (session 36, H100, one
   // process, x torch.matmul, CUTLASS stream-K -> own: 8192^3 0.990 -> 1.017, 4096x57344x8192
   // 0.974 -> 1.001; 16384x4096x14336 1.018 / 1.021 even; 16384x8192x28672 1.060 -> 1.018 stays).
