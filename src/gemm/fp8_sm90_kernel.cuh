@@ -22,10 +22,10 @@
 // 128x160 tiles with 5 stages for e4m3 x e4m3 and e4m3 x e5m2 -> bf16 tensor / row (ragged last
 // waves only). And bf16 / fp16 x @ w.t() (InBf16 / InF16 operands, PromoteNone, 128x256,
 // 3 stages, StoreTma), where choose_plan would run CUTLASS's 128x256 data-parallel.
-// PromoteSerial, PromoteSerialPairs, PromoteOverlapped, kClusterM = 2, StoreRegisters and
-// TilesOverlapEpilogue passed the GPU tests (forced) but measured slower than, or no faster than,
-// what is compiled (docs/perf-notes.md, "GEMM: deepwell's fp8 main loop", sessions 9, 13 and
-// 37), so no instance uses them.
+// PromoteSerial, PromoteOverlapped, kClusterM = 2, StoreRegisters and TilesOverlapEpilogue passed
+// the GPU tests (forced) but measured slower than, or no faster than, what is compiled
+// (docs/perf-notes.md, "GEMM: deepwell's fp8 main loop", sessions 9, 13 and 37), so no instance
+// uses them.
 //
 // Include only from fp8_sm90_inst_*.cu files; each instantiates one configuration with
 // DW_SM90_FP8_INSTANCE (bottom of this file) as one row of gemm_sm90_table.hpp.

@@ -50,17 +50,6 @@ struct ScaleBlock1x128x128 {
 // math warpgroup's wgmma is what keeps the tensor cores busy during the promotion.
 struct PromoteSerial {
   static constexpr int kTemporaries = 1;
-  static constexpr int kBlocksPerPromotion = 1;
-};
-// As PromoteSerial, but two k-blocks (256 fp8 of K) of wgmmas go into the temporary before each
-// promotion: half the drains and FADDs per warpgroup; the tensor cores' reduced-precision sums
-// run over 256 instead of 128 of K (all-positive operands: rel. error 2.4e-3 against 1.9e-3 for
-// per-128 and cuBLAS, bf16 rounding 1.8e-3). Tensor / row scaling only. Measured in session 37
-// (8192^3 0.91 -> 0.97x torch._scaled_mm over PromoteSerial), then replaced by PromoteHalves
-// (faster at K >= 8192 at per-128 accuracy); no compiled row uses it.
-struct PromoteSerialPairs {
-  static constexpr int kTemporaries = 1;
-  static constexpr int kBlocksPerPromotion = 2;
 };
 // One promotion per 128 of K, as PromoteSerial, without the drain: the temporary is split by
 // columns into two halves, each its own wgmma group (m64 n kBlockN/2). While one half's group runs
@@ -68,11 +57,11 @@ struct PromoteSerialPairs {
 // wgmmas for it, so each warpgroup always has a group in flight (wgmma wait 1). Same registers as
 // PromoteSerial (two half temporaries); the A tile is read from shared memory twice per k-block.
 // Every compiled fp8 row uses it (session 37, H100, x torch._scaled_mm: tensor 8192^3 0.97 ->
-// 0.99 against PromoteSerialPairs, K = 32768 0.99 -> 1.01, K = 2048 0.96 -> 0.93; block
-// 1030 -> 1080 TFLOP/s at 8192^3, 945 -> 1070 at 16384x8192x8192).
+// 0.99 against one promotion per 256 of K (branch fp8-promote2, less accurate: 1.37x bf16
+// rounding on all-positive K = 16384 products, against 1.04x), K = 32768 0.99 -> 1.01, K = 2048
+// 0.96 -> 0.93; block 1030 -> 1080 TFLOP/s at 8192^3, 945 -> 1070 at 16384x8192x8192).
 struct PromoteHalves {
   static constexpr int kTemporaries = 1;
-  static constexpr int kBlocksPerPromotion = 1;
 };
 template <class P>
 inline constexpr bool kIsHalves = std::is_same_v<P, PromoteHalves>;
@@ -455,30 +444,6 @@ __device__ __forceinline__ void kloop_serial(const MathKBlock<K, Params>& mk,
   }
 }
 
-// k-blocks kb0 .. k_blocks - 1 of a tile, two per promotion (PromoteSerialPairs): both k-blocks'
-// wgmmas into `tmp`, one wait, both stages released, one promotion; an odd last k-block alone.
-template <class K, class Params>
-__device__ __forceinline__ void kloop_pairs(const MathKBlock<K, Params>& mk,
-                                            PipelineState<K::kStages>& st, int32_t kb0,
-                                            float (&acc)[K::kAccRegs]) {
-  static_assert(!K::Scale::kMainloopScales, "block scales change every k-block");
-  int32_t kb = kb0;
-  for (; kb + 1 < mk.p.k_blocks; kb += 2) {
-    float tmp[K::kAccRegs];
-    PipelineState<K::kStages> nx = st;
-    const KBlockScales sc = mk.issue(nx.stage, nx.phase, kb, tmp);
-    nx.advance();
-    mk.issue(nx.stage, nx.phase, kb + 1, tmp, true);
-    wgmma_wait<0>();
-    mk.release(st.stage);
-    st.advance();
-    mk.release(st.stage);
-    st.advance();
-    mk.promote(acc, tmp, sc);
-  }
-  if (kb < mk.p.k_blocks) kloop_serial<K>(mk, st, kb, acc);
-}
-
 // All k-blocks of a tile with PromoteHalves: each k-block's two column halves are separate wgmma
 // groups; a half is promoted while the other half's group runs, then reissued for the next
 // k-block. Groups complete in order, so wait 1 always means "the older half is done".
@@ -517,7 +482,7 @@ __device__ __forceinline__ void kloop_halves(const MathKBlock<K, Params>& mk,
 }
 
 // One tile's k-loop for math warpgroup `wg` (rows wg * 64 .. + 63 of the tile): acc = the tile's
-// fp32 sums, promoted every k-block (every second one with PromoteSerialPairs).
+// fp32 sums, promoted every k-block.
 template <class K, class Params>
 __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K::Smem& sm,
                                               PipelineState<K::kStages>& st, const TileCoord& c,
@@ -547,11 +512,7 @@ __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K:
   } else if constexpr (kIsHalves<typename K::Promotion>) {
     kloop_halves<K>(mk, st, acc);
   } else if constexpr (K::Promotion::kTemporaries == 1) {
-    if constexpr (K::Promotion::kBlocksPerPromotion == 2) {
-      kloop_pairs<K>(mk, st, 0, acc);
-    } else {
-      kloop_serial<K>(mk, st, 0, acc);
-    }
+    kloop_serial<K>(mk, st, 0, acc);
   } else {
     // Two temporaries in turn: t0 holds even k-blocks, t1 odd ones; k-block kb + 1 is issued
     // before k-block kb is promoted. `nx` is the stage of the next k-block to issue. The loop is
