@@ -349,21 +349,24 @@ struct MathKBlock {
   __device__ __forceinline__ void promote_range(float (&acc)[kRegs], const float (&tmp)[kCount],
                                                 KBlockScales sc) const {
     if constexpr (K::Scale::kMainloopScales) {
-      // The four products once per k-block; which one a chunk takes is fixed at compile time for
-      // each column offset a tile can have in its first B block, so the per-element work is one
-      // FFMA. (A per-chunk run-time select compiled to FSEL + FMUL per chunk plus predicate
-      // logic: ~300 instructions per k-block and warp, then ~200; tensor scaling ~175.)
+      // The four products once per k-block; which one a chunk takes is fixed at compile time
+      // except in the band that depends on the tile's column offset, where one select per
+      // k-block decides, so the per-element work is one FFMA and the loop has no branch. (A
+      // per-chunk run-time select compiled to FSEL + FMUL per chunk plus predicate logic: ~300
+      // instructions per k-block and warp; a compile-time promotion per offset behind a uniform
+      // branch, both copies in the loop: 292 in the loop, ~230 run; tensor scaling 187.)
       const float s0 = sc.a0 * sc.b0, s1 = sc.a1 * sc.b0;
       if constexpr (!K::kTwoBScales) {
-        promote_span<kRegs / 4, kOff>(acc, tmp, s0, s1, s0, s1);
+        promote_span<kRegs / 4, kRegs / 4, kOff>(acc, tmp, s0, s1, s0, s1, s0, s1);
       } else {
+        static_assert(K::kBlockN == 192, "two B scale blocks: 192-column tiles");
         const float t0 = sc.a0 * sc.b1, t1 = sc.a1 * sc.b1;
-        // a 192-column tile starts at column 0 or 64 of its first 128-column B block
-        if (first_chunks == 16) {
-          promote_span<16, kOff>(acc, tmp, s0, s1, t0, t1);
-        } else {
-          promote_span<8, kOff>(acc, tmp, s0, s1, t0, t1);
-        }
+        // A 192-column tile starts at column 0 or 64 of its first 128-column B block: chunks
+        // 0-7 lie in that block, 16-23 in the next, 8-15 in the first where the tile starts at
+        // column 0 (16 chunks in the first block), else in the next.
+        const bool band_first = first_chunks == 16;
+        const float m0 = band_first ? s0 : t0, m1 = band_first ? s1 : t1;
+        promote_span<8, 16, kOff>(acc, tmp, s0, s1, m0, m1, t0, t1);
       }
     } else {
 #pragma unroll
@@ -381,16 +384,18 @@ struct MathKBlock {
   }
 
   // acc[kOff + i] += tmp[i] * scale, where the tile's chunk c = (kOff + i) / 4 (accumulators
-  // 4c .. 4c + 3: columns 8c .. 8c + 7, rows `row` and `row + 8`) takes (r0, r1) for c < kFirst,
-  // else (u0, u1).
-  template <int kFirst, int kOff, int kCount>
+  // 4c .. 4c + 3: columns 8c .. 8c + 7, rows `row` and `row + 8`) takes (r0, r1) for c < kLo,
+  // (m0, m1) for kLo <= c < kHi, else (u0, u1).
+  template <int kLo, int kHi, int kOff, int kCount>
   __device__ __forceinline__ static void promote_span(float (&acc)[kRegs],
                                                       const float (&tmp)[kCount], float r0,
-                                                      float r1, float u0, float u1) {
+                                                      float r1, float m0, float m1, float u0,
+                                                      float u1) {
 #pragma unroll
     for (int i = 0; i < kCount; i += 4) {
-      const bool first = (kOff + i) / 4 < kFirst;
-      const float x0 = first ? r0 : u0, x1 = first ? r1 : u1;
+      const int c = (kOff + i) / 4;
+      const float x0 = c < kLo ? r0 : (c < kHi ? m0 : u0);
+      const float x1 = c < kLo ? r1 : (c < kHi ? m1 : u1);
       acc[kOff + i + 0] = fmaf(tmp[i + 0], x0, acc[kOff + i + 0]);
       acc[kOff + i + 1] = fmaf(tmp[i + 1], x0, acc[kOff + i + 1]);
       acc[kOff + i + 2] = fmaf(tmp[i + 2], x1, acc[kOff + i + 2]);
