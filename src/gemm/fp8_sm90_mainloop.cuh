@@ -354,7 +354,7 @@ struct MathKBlock {
       // k-block decides, so the per-element work is one FFMA and the loop has no branch. (A
       // per-chunk run-time select compiled to FSEL + FMUL per chunk plus predicate logic: ~300
       // instructions per k-block and warp; a compile-time promotion per offset behind a uniform
-      // branch, both copies in the loop: 292 in the loop, ~230 run; tensor scaling 187 then.)
+      // branch, both copies in the loop: 292 in the loop, ~230 run; tensor scaling 187.)
       const float s0 = sc.a0 * sc.b0, s1 = sc.a1 * sc.b0;
       if constexpr (!K::kTwoBScales) {
         promote_span<kRegs / 4, kRegs / 4, kOff>(acc, tmp, s0, s1, s0, s1, s0, s1);
