@@ -192,16 +192,21 @@ struct Mainloop {
     typename T::TiledMmaQK mma_qk;
     typename T::TiledMmaPV mma_pv;
     auto thr_qk = mma_qk.get_thread_slice(thread_idx);
-    auto thr_pv = mma_pv.get_thread_slice(thread_idx);
 
     const int q_stage = q_tiles % T::kQStages;
     Tensor sQ = make_tensor(make_smem_ptr(ss.q.data() + q_stage * cosize_v<typename T::SmemLayoutQ>),
                             typename T::SmemLayoutQ{});
     Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename T::SmemLayoutK{});
     Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename T::SmemLayoutVt{});
-    Tensor tSrQ = thr_qk.partition_fragment_A(sQ);  // wgmma descriptors
-    Tensor tSrK = thr_qk.partition_fragment_B(sK);
-    Tensor tOrV = thr_pv.partition_fragment_B(sVt);
+    // The wgmma descriptors depend only on the thread's warpgroup: partitioned for its first
+    // thread, with the index broadcast from lane 0 so the compiler knows it is warp-uniform and
+    // builds the descriptors in uniform registers (as FA3 does; no R2UR per wgmma).
+    const int wg_thread0 = __shfl_sync(0xffffffff, thread_idx / 128, 0) * 128;
+    auto wg_qk = mma_qk.get_thread_slice(wg_thread0);
+    auto wg_pv = mma_pv.get_thread_slice(wg_thread0);
+    Tensor tSrQ = wg_qk.partition_fragment_A(sQ);  // wgmma descriptors
+    Tensor tSrK = wg_qk.partition_fragment_B(sK);
+    Tensor tOrV = wg_pv.partition_fragment_B(sVt);
 
     // (row, col) of every S element this thread holds, relative to the tile.
     Tensor cS = thr_qk.partition_C(make_identity_tensor(Shape<Int<kBlockM>, Int<kBlockN>>{}));
