@@ -121,10 +121,8 @@ __global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_c
   sm.base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) &
                                        ~uintptr_t{1023});
   // Broadcast from lane 0 so the compiler knows it is warp-uniform: the wgmma descriptors that
-  // depend on it are then computed in uniform registers (where the scale policy gains from it).
-  const int warpgroup = K::Scale::kUniformWarpgroup
-                            ? __shfl_sync(0xffffffff, static_cast<int>(threadIdx.x / 128), 0)
-                            : static_cast<int>(threadIdx.x / 128);
+  // depend on it are then computed in uniform registers.
+  const int warpgroup = __shfl_sync(0xffffffff, static_cast<int>(threadIdx.x / 128), 0);
   const int lane = threadIdx.x % 32;
 
   if (threadIdx.x == K::kMathThreads) {

@@ -35,20 +35,12 @@ namespace deepwell::matmul::sm90::fp8 {
 // applied once per output element in the epilogue; the main loop promotes with scale 1.
 struct ScaleTensorRow {
   static constexpr bool kMainloopScales = false;
-  // The math warpgroup index broadcast from lane 0 (fp8_gemm_kernel): wgmma descriptors in uniform
-  // registers. Same process, H100 (session 39), x torch._scaled_mm without -> with: 8192x8192x2048
-  // 0.931 -> 0.957, 4096x14336x4096 0.946 -> 0.963, 8192^3 0.991 -> 1.000.
-  static constexpr bool kUniformWarpgroup = true;
   static constexpr const char* kName = "tensor_row";
 };
 // DeepSeek blocks: one fp32 scale per 1 x 128 (row, k-block) of A and per 128 x 128 block of B,
 // multiplied into each k-block's partial sums before they join the fp32 accumulator.
 struct ScaleBlock1x128x128 {
   static constexpr bool kMainloopScales = true;
-  // Not broadcast here: the block loop runs 1-3.5 % slower with it although it has fewer
-  // instructions (204 against 214; cause not diagnosed). Same process, H100 (session 39), x
-  // torch._scaled_mm with -> without: 8192^3 0.900 -> 0.932, 4096x7168x16384 0.848 -> 0.869.
-  static constexpr bool kUniformWarpgroup = false;
   static constexpr const char* kName = "block1x128_128x128";
 };
 
@@ -273,12 +265,16 @@ __device__ __forceinline__ void produce(const Params& p, const typename K::Smem&
 
 // --------------------------------------------------------------------------------- math k-loop
 
-// Scales of one k-block as the promotion needs them (1 for tensor / row scaling).
-// The products sa * sb are formed in promote(), after the wgmma wait, so that the wgmma issue never
-// waits for the B scale's global load.
+// Scales of one k-block as the promotion needs them (1 for tensor / row scaling). The B scales
+// are loaded (global memory, L1 hits) before the stage wait; the A scales come with the stage and
+// are read by with_a_scales() only after a wgmma wait, just before the stage's release. Read
+// before the wgmma issue (until session 39), ptxas placed the scale products, which wait for
+// those shared-memory loads, between the k-block's wgmmas: the issue stalled there (block 8192^3
+// 0.90 -> 0.97x torch._scaled_mm with the reads moved; docs/perf-notes.md).
 struct KBlockScales {
-  float a0, a1;  // A scales of accumulator rows `row` and `row + 8`
+  float a0, a1;  // A scales of accumulator rows `row` and `row + 8` (after with_a_scales)
   float b0, b1;  // B scales of the tile's first and (kBlockN > 128) second 128-column block
+  uint32_t stage;  // the stage that holds the A scales
 };
 
 // Per-k-block pieces of the math loop of warpgroup `wg`; `row` is the thread's first accumulator
@@ -293,7 +289,7 @@ struct MathKBlock {
   const float* sfb2;  // the next row (kBlockN > 128: the tile's columns past the first B block)
   int32_t first_chunks;  // kBlockN > 128: 8-column chunks of the tile in its first B block
 
-  // Waits for the stage and reads its scales (1 for tensor / row scaling).
+  // Waits for the stage and loads its B scales (A scales: with_a_scales; 1 for tensor / row).
   __device__ __forceinline__ KBlockScales wait_stage(uint32_t stage, uint32_t phase,
                                                      int32_t kb) const {
     float sb = 1.0f, sb2 = 1.0f;
@@ -302,9 +298,13 @@ struct MathKBlock {
       if constexpr (K::kTwoBScales) sb2 = __ldg(sfb2 + kb);
     }
     mbar_wait(sm.full(stage), phase);
-    KBlockScales sc{1.0f, 1.0f, sb, sb2};
+    return KBlockScales{1.0f, 1.0f, sb, sb2, stage};
+  }
+
+  // The k-block's A scales, read from its stage after a wgmma wait and before the release.
+  __device__ __forceinline__ KBlockScales with_a_scales(KBlockScales sc) const {
     if constexpr (K::Scale::kMainloopScales) {
-      const float* sfa = sm.sfa(stage) + wg * 64 + row;
+      const float* sfa = sm.sfa(sc.stage) + wg * 64 + row;
       sc.a0 = sfa[0];
       sc.a1 = sfa[8];
     }
@@ -451,8 +451,9 @@ __device__ __forceinline__ void kloop_serial(const MathKBlock<K, Params>& mk,
     float tmp[K::kAccRegs];
     const KBlockScales sc = mk.issue(st.stage, st.phase, kb, tmp);
     wgmma_wait<0>();
+    const KBlockScales sca = mk.with_a_scales(sc);
     mk.release(st.stage);
-    mk.promote(acc, tmp, sc);
+    mk.promote(acc, tmp, sca);
     st.advance();
   }
 }
@@ -474,6 +475,7 @@ __device__ __forceinline__ void kloop_halves(const MathKBlock<K, Params>& mk,
   mk.template issue_half<1>(st.stage, t1);
   for (int32_t kb = 0; kb + 1 < n; ++kb) {  // the last k-block after the loop: no branches
     wgmma_wait<1>();  // half 0 of k-block kb
+    sc = mk.with_a_scales(sc);
     mk.template promote_half<0>(acc, t0, sc);
     PipelineState<K::kStages> nx = st;
     nx.advance();
@@ -487,6 +489,7 @@ __device__ __forceinline__ void kloop_halves(const MathKBlock<K, Params>& mk,
     sc = sc_next;
   }
   wgmma_wait<1>();
+  sc = mk.with_a_scales(sc);
   mk.template promote_half<0>(acc, t0, sc);
   wgmma_wait<0>();
   mk.release(st.stage);
@@ -543,6 +546,7 @@ __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K:
       } else {
         wgmma_wait<0>();
       }
+      sc0 = mk.with_a_scales(sc0);
       mk.release(st.stage);
       st.advance();
       mk.promote(acc, t0, sc0);
@@ -554,6 +558,7 @@ __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K:
       } else {
         wgmma_wait<0>();
       }
+      sc1 = mk.with_a_scales(sc1);
       mk.release(st.stage);
       st.advance();
       mk.promote(acc, t1, sc1);
@@ -581,9 +586,10 @@ __device__ __forceinline__ void tiles_overlapped(const Params& p, const typename
     c = sched.coord(t);
     const MathKBlock<K, Params> mk = tile_math<K>(p, sm, c, wg, row, lane);
     float tmp[kRegs];
-    const KBlockScales sc = mk.issue(st.stage, st.phase, 0, tmp);
+    const KBlockScales sc0 = mk.issue(st.stage, st.phase, 0, tmp);
     epilogue(done, acc);  // the tensor cores run the wgmmas just issued meanwhile
     wgmma_wait<0>();
+    const KBlockScales sc = mk.with_a_scales(sc0);
     mk.release(st.stage);
 #pragma unroll
     for (int i = 0; i < kRegs; ++i) acc[i] = 0.0f;
