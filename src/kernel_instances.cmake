@@ -70,6 +70,7 @@ set(DEEPWELL_CUDA_SOURCES
   src/gemm/fp8_sm90_inst_e4m3e5m2_kk_bf16_ws_128x192.cu
   src/gemm/fp8_sm90_inst_e4m3e5m2_kk_f16_ws_128x192.cu
   src/gemm/fp8_sm90_inst_e4m3_kk_bf16_block_ws_128x192.cu
+  src/gemm/fp8_sm90_inst_e4m3_kk_bf16_block_ws_128x128.cu
   src/gemm/fp8_sm90_inst_e4m3_kk_f16_block_ws_128x192.cu
   src/gemm/fp8_sm90_inst_e4m3_kk_bf16_ws_128x160.cu
   src/gemm/fp8_sm90_inst_e4m3e5m2_kk_bf16_ws_128x160.cu

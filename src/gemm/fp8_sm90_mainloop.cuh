@@ -135,6 +135,10 @@ struct WgmmaOp<192, true> {
 };
 
 template <>
+struct WgmmaOp<64, false> {  // PromoteHalves of 128-column tiles (block scaling)
+  using Op = cute::SM90::GMMA::MMA_64x64x32_F32E4M3E4M3_SS_TN<>;
+};
+template <>
 struct WgmmaOp<96, false> {  // PromoteHalves of 192-column tiles
   using Op = cute::SM90::GMMA::MMA_64x96x32_F32E4M3E4M3_SS_TN<>;
 };

@@ -89,6 +89,7 @@ struct KernelSpec {
   X(e4m3e5m2_kk_bf16_ws_128x192, kE4M3xE5M2, kBF16, true, true,   kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3e5m2_kk_f16_ws_128x192, kE4M3xE5M2, kF16, true,  true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3_kk_bf16_block_ws_128x192, kE4M3, kBF16, true,   true,     kBlock,    128, 192, 128, 1, 1, kFp8Promoted, false)  \
+  X(e4m3_kk_bf16_block_ws_128x128, kE4M3, kBF16, true,   true,     kBlock,    128, 128, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3_kk_f16_block_ws_128x192, kE4M3, kF16, true,     true,     kBlock,    128, 192, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3_kk_bf16_ws_128x160, kE4M3,     kBF16, true,     true,     kTensorRow,128, 160, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3e5m2_kk_bf16_ws_128x160, kE4M3xE5M2, kBF16, true, true,   kTensorRow,128, 160, 128, 1, 1, kFp8Promoted, false)
@@ -139,7 +140,8 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 //       tensor / row scaling): that kernel wherever the CUTLASS kernel's plan is data-parallel (it has no
 //       split-K / stream-K; measured 0.88-0.89x torch._scaled_mm vs CUTLASS's 0.72-0.76x, H200);
 //       block scaling: the same, and only where its grid's SM rounds x tile area is at most
-//       15 % above the CUTLASS block kernel's;
+//       15 % above the CUTLASS block kernel's; past that, where CUTLASS would run data-parallel,
+//       the own 128x128 block tile (bf16 out);
 //       the group's narrower own tile (e4m3 x e4m3 / e5m2 -> bf16: 128x160) where it needs >= 8 % fewer
 //       wave-columns (waves x tile width) than the first row's
 //
@@ -222,11 +224,16 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
                            int64_t kdim, int64_t batch, int sm_count) {
   const KernelSpec* own = nullptr;  // deepwell's own main loop (data-parallel only)
   const KernelSpec* own_narrow = nullptr;  // a narrower tile of it, for ragged last waves
+  const KernelSpec* own_block_small = nullptr;  // block scaling: its 128x128 tile
   const KernelSpec* largest = nullptr;
   for (size_t i = 0; i < count; ++i) {
     if (cands[i]->schedule == Schedule::kFp8Promoted) {
       if (own == nullptr) {
         own = cands[i];  // the first of the table's rows
+      } else if (own->scaling == Scaling::kBlock) {
+        if (own_block_small == nullptr && cands[i]->tile_n < own->tile_n) {
+          own_block_small = cands[i];
+        }
       } else if (own_narrow == nullptr && cands[i]->tile_n < own->tile_n) {
         own_narrow = cands[i];
       }
@@ -392,6 +399,13 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     const int64_t cutlass_area = ceil_div(tiles, sms) * largest->tile_m * largest->tile_n;
     if (own->scaling != Scaling::kBlock || own_area * 100 <= cutlass_area * 115) {
       return plan_for(*own_tile(), m, n, kdim, batch, sm_count);
+    }
+    // Past that, the own 128x128 tile: CUTLASS's grid, the own loop (H100, session 39, one
+    // process, x torch._scaled_mm, own 128x128 / CUTLASS: 1024x4096x4096 0.800 / 0.716,
+    // 2048x2048x8192 0.820 / 0.800, 512x7168x16384 0.748 / 0.744; where the wide tile is
+    // chosen it beats the 128x128 one: 4096^3 0.866 / 0.829, 1024x7168x4096 0.773 / 0.754).
+    if (own_block_small != nullptr) {
+      return plan_for(*own_block_small, m, n, kdim, batch, sm_count);
     }
   }
   if (p.decomposition == Decomposition::kDataParallel && n > 8192 && m >= 4096 &&

@@ -284,6 +284,39 @@ TEST(GemmPlan, OwnBlockScaledKernelOnlyWhereItsGridIsNotMuchEmptier) {
   EXPECT_EQ(pick(128 * 2, 192 * 132, 4096), &own);
 }
 
+TEST(GemmPlan, OwnBlockScaled128x128WhereTheWideGridIsMuchEmptier) {
+  constexpr auto block = [](const char* name, int tn, Schedule sched, bool sk) {
+    KernelSpec k = spec(name, 128, tn, sched, sk);
+    k.operands = Operands::kE4M3;
+    k.scaling = Scaling::kBlock;
+    return k;
+  };
+  constexpr KernelSpec cutlass = block("block cutlass", 128, Schedule::kCooperative, true);
+  constexpr KernelSpec own = block("block own", 192, Schedule::kFp8Promoted, false);
+  constexpr KernelSpec own128 = block("block own 128", 128, Schedule::kFp8Promoted, false);
+  const KernelSpec* group[] = {&cutlass, &own, &own128};
+  auto pick = [&](int64_t m, int64_t n, int64_t k) {
+    return choose_plan(group, 3, m, n, k, 1, kSms);
+  };
+  // the wide tile where its grid is at most 15 % emptier (never the narrow-tile rule of
+  // tensor scaling: 4096^3 has 11 % fewer wave-columns at 128, but the wide tile wins there)
+  EXPECT_EQ(pick(8192, 8192, 8192).kernel, &own);
+  EXPECT_EQ(pick(4096, 7168, 16384).kernel, &own);
+  EXPECT_EQ(pick(4096, 4096, 4096).kernel, &own);
+  EXPECT_EQ(pick(1024, 7168, 4096).kernel, &own);
+  // past that the own 128x128 where CUTLASS would run data-parallel
+  EXPECT_EQ(pick(512, 7168, 16384).kernel, &own128);
+  EXPECT_EQ(pick(1024, 4096, 4096).kernel, &own128);
+  EXPECT_EQ(pick(2048, 2048, 8192).kernel, &own128);
+  EXPECT_EQ(pick(2048, 2048, 8192).decomposition, Decomposition::kDataParallel);
+  // CUTLASS's split-K (fewer tiles than SMs) and stream-K (a ragged second wave) stay
+  EXPECT_EQ(pick(256, 4096, 16384).kernel, &cutlass);  // 64 tiles: 2 splits
+  EXPECT_EQ(pick(256, 4096, 16384).decomposition, Decomposition::kSplitK);
+  EXPECT_EQ(pick(256, 7168, 16384).kernel, &own128);  // 112 tiles: no split, data-parallel
+  EXPECT_EQ(pick(1280, 2048, 8192).kernel, &cutlass);  // 160 tiles: 28 in the second wave
+  EXPECT_EQ(pick(1280, 2048, 8192).decomposition, Decomposition::kStreamK);
+}
+
 TEST(GemmPlan, OwnNarrowTileOnlyWhereItCutsTheWaveColumns) {
   constexpr KernelSpec cutlass = spec("fp8 cutlass", 128, 128, Schedule::kCooperative, true);
   constexpr KernelSpec wide = spec("own 128x192", 128, 192, Schedule::kFp8Promoted, false);

@@ -729,6 +729,7 @@ print("ok")
     ("e4m3e5m2_kk_f32_128x128,dp", "tensor,row", "float32", "float8_e5m2"),
     ("e4m3_kk_f32_block_128x128,dp", "block", "float32", "float8_e4m3fn"),
     ("e4m3_kk_bf16_block_ws_128x192,dp", "block", "bfloat16", "float8_e4m3fn"),
+    ("e4m3_kk_bf16_block_ws_128x128,dp", "block", "bfloat16", "float8_e4m3fn"),
     ("e4m3_kk_f16_block_ws_128x192,dp", "block", "float16", "float8_e4m3fn")])
 def test_every_fp8_kernel_forced(force, grans, out, wdt):
     """Each fp8 kernel of the table on odd M / N / K (K = 1 and K not a multiple of 128 included),
@@ -747,7 +748,8 @@ def test_every_fp8_kernel_forced(force, grans, out, wdt):
     ("e4m3_kk_bf16_ws_128x192,dp", "tensor", torch.float8_e4m3fn),
     ("e4m3_kk_bf16_ws_128x160,dp", "row", torch.float8_e4m3fn),
     ("e4m3e5m2_kk_bf16_ws_128x192,dp", "tensor", torch.float8_e5m2),
-    ("e4m3_kk_bf16_block_ws_128x192,dp", "block", torch.float8_e4m3fn)])
+    ("e4m3_kk_bf16_block_ws_128x192,dp", "block", torch.float8_e4m3fn),
+    ("e4m3_kk_bf16_block_ws_128x128,dp", "block", torch.float8_e4m3fn)])
 def test_fp8_own_kernel_promotion_accuracy(spec, gran, wdt):
     """The own fp8 kernels promote the tensor cores' reduced-precision sums to fp32 every 128 of K.
     All-positive operands (no cancellation) at K = 16384 show the interval: per 128 the error is
