@@ -253,15 +253,19 @@ TEST(GemmPlan, OwnFp8MainLoopWhereCutlassWouldRunDataParallel) {
   EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
 }
 
+// Block-scaled e4m3 rows: CUTLASS's 128x128 (stream-K capable), the own 128x192 and 128x128.
+constexpr KernelSpec block_spec(const char* name, int tn, Schedule sched, bool sk) {
+  KernelSpec k = spec(name, 128, tn, sched, sk);
+  k.operands = Operands::kE4M3;
+  k.scaling = Scaling::kBlock;
+  return k;
+}
+constexpr KernelSpec kBlockCutlass = block_spec("block cutlass", 128, Schedule::kCooperative, true);
+constexpr KernelSpec kBlockOwn = block_spec("block own", 192, Schedule::kFp8Promoted, false);
+constexpr KernelSpec kBlockOwn128 = block_spec("block own 128", 128, Schedule::kFp8Promoted, false);
+
 TEST(GemmPlan, OwnBlockScaledKernelOnlyWhereItsGridIsNotMuchEmptier) {
-  constexpr auto block = [](const char* name, int tn, Schedule sched, bool sk) {
-    KernelSpec k = spec(name, 128, tn, sched, sk);
-    k.operands = Operands::kE4M3;
-    k.scaling = Scaling::kBlock;
-    return k;
-  };
-  constexpr KernelSpec cutlass = block("block cutlass", 128, Schedule::kCooperative, true);
-  constexpr KernelSpec own = block("block own", 192, Schedule::kFp8Promoted, false);
+  const KernelSpec &cutlass = kBlockCutlass, &own = kBlockOwn;
   const KernelSpec* group[] = {&cutlass, &own};
   auto pick = [&](int64_t m, int64_t n, int64_t k) {
     return choose_plan(group, 2, m, n, k, 1, kSms).kernel;
@@ -285,15 +289,7 @@ TEST(GemmPlan, OwnBlockScaledKernelOnlyWhereItsGridIsNotMuchEmptier) {
 }
 
 TEST(GemmPlan, OwnBlockScaled128x128WhereTheWideGridIsMuchEmptier) {
-  constexpr auto block = [](const char* name, int tn, Schedule sched, bool sk) {
-    KernelSpec k = spec(name, 128, tn, sched, sk);
-    k.operands = Operands::kE4M3;
-    k.scaling = Scaling::kBlock;
-    return k;
-  };
-  constexpr KernelSpec cutlass = block("block cutlass", 128, Schedule::kCooperative, true);
-  constexpr KernelSpec own = block("block own", 192, Schedule::kFp8Promoted, false);
-  constexpr KernelSpec own128 = block("block own 128", 128, Schedule::kFp8Promoted, false);
+  const KernelSpec &cutlass = kBlockCutlass, &own = kBlockOwn, &own128 = kBlockOwn128;
   const KernelSpec* group[] = {&cutlass, &own, &own128};
   auto pick = [&](int64_t m, int64_t n, int64_t k) {
     return choose_plan(group, 3, m, n, k, 1, kSms);
