@@ -14,8 +14,8 @@ the "default" row's. --rounds repeats the interleaved timing (fresh rotation ord
         --plan coop_sw2:bf16_kk_bf16_128x256,dp,1,h,2
 
 --plan NAME:SPEC, SPEC as DEEPWELL_GEMM_FORCE
-(kernel[,dp|splitk|streamk[,splits[,h|m|n[,swizzle]]]]), empty for the table's plans. --dtype f16
-and --layout kn (x @ w with w stored (K, N)) pick the other 16-bit groups (default: bf16
+(kernel[,dp|splitk|streamk|tail[,splits[,h|m|n[,swizzle]]]]), empty for the table's plans.
+--dtype f16 and --layout kn (x @ w with w stored (K, N)) pick the other 16-bit groups (default: bf16
 x @ w.t()). --fp8 tensor|row|block sweeps deepwell.gemm_fp8 instead, against torch._scaled_mm
 on the gemm_fp8 suite's operands (block scaling, which torch lacks on sm_90, against its tensor
 scaling), e.g. --plan own:e4m3_kk_bf16_block_ws_128x192 --plan cutlass:e4m3_kk_bf16_block_128x128.

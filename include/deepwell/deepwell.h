@@ -176,8 +176,8 @@ DW_API dw_status dw_gemm(const dw_gemm_args* args, void* stream);
 /* Workspace bytes dw_gemm can use for these arguments (0 on CPU); see deepwell::gemm_workspace_size. */
 DW_API dw_status dw_gemm_workspace_size(const dw_gemm_args* args, size_t* bytes);
 /* Tuning hook: forces the kernel plan of later CUDA dw_gemm / dw_gemm_fp8 calls that can run it;
- * spec as DEEPWELL_GEMM_FORCE ("kernel[,dp|splitk|streamk[,splits[,h|m|n[,swizzle]]]]"); NULL or
- * "" restores the shape rules. See deepwell::set_gemm_plan_override. */
+ * spec as DEEPWELL_GEMM_FORCE ("kernel[,dp|splitk|streamk|tail[,splits[,h|m|n[,swizzle]]]]");
+ * NULL or "" restores the shape rules. See deepwell::set_gemm_plan_override. */
 DW_API dw_status dw_gemm_set_plan_override(const char* spec);
 
 /* Granularity of dw_gemm_fp8's scales (deepwell::Fp8Scaling). */

@@ -47,8 +47,8 @@ DEEPWELL_API Status gemm_workspace_size(const GemmArgs& args, size_t* bytes);
 // Tuning hook for plan sweeps (bench/gemm_sweep.py): forces the kernel plan of every CUDA gemm /
 // gemm_fp8 call that starts after it returns and that the kernel can run, as the environment
 // variable DEEPWELL_GEMM_FORCE does for a whole process (src/gemm/gemm_tuning.hpp); same syntax,
-// kernel[,dp|splitk|streamk[,splits[,h|m|n[,swizzle]]]] with a row name of the kernel table. An
-// empty spec removes it (the shape rules, the tuning cache and DEEPWELL_GEMM_FORCE apply again).
+// kernel[,dp|splitk|streamk|tail[,splits[,h|m|n[,swizzle]]]] with a row name of the kernel
+// table. An empty spec removes it (the shape rules, the tuning cache and DEEPWELL_GEMM_FORCE apply again).
 // Process-wide; calls already running on other threads keep the plan they chose. kInvalidArgument
 // naming 'spec' when it does not parse; kNotSupported for a non-empty spec in a build without CUDA.
 DEEPWELL_API Status set_gemm_plan_override(std::string_view spec);

@@ -62,6 +62,11 @@ struct Params {
   const float* scale_b_tensor;
   int32_t activation;
   EpilogueArgs epi;
+  // Split tail (fp8_sm90_scheduler.cuh): the last `tail_tiles` tiles run as `splits` units each
+  // (1: none); partial sums and their counters in the workspace.
+  int32_t tail_tiles, splits;
+  float* partials;  // (tail_tiles, splits - 1, 2 warpgroups, kAccRegs, 128 threads)
+  int32_t* flags;   // (tail_tiles, 2 warpgroups): partial sums landed, zeroed before the launch
 };
 
 template <bool kE5M2B_, class Scale_, int kBlockN_, int kStages_,
@@ -113,6 +118,42 @@ struct Fp8Kernel {
                 "the epilogue overlaps the next tile's first k-block only with PromoteSerial");
 };
 
+// ---------------------------------------------------------------- split tail: partial sums
+
+// A split tile's partial sums of math warpgroup `wg` from split `piece + 1` (split 0 keeps its own
+// in registers): kAccRegs x 128 floats, register-major, so a warp's store of one register is 128
+// contiguous bytes.
+template <class K>
+__device__ __forceinline__ float* partial_slot(const Params& p, int32_t tail, int32_t piece,
+                                               int wg) {
+  const int64_t slot = (int64_t{tail} * (p.splits - 1) + piece) * 2 + wg;
+  return p.partials + slot * (K::kAccRegs * 128) + threadIdx.x % 128;
+}
+
+// A split other than 0: stores the warpgroup's partial sums (L2 only) and counts them in.
+template <class K>
+__device__ __forceinline__ void store_partial(const Params& p, const WorkUnit& w, int wg,
+                                              const float (&acc)[K::kAccRegs]) {
+  float* dst = partial_slot<K>(p, w.tail, w.split - 1, wg);
+#pragma unroll
+  for (int i = 0; i < K::kAccRegs; ++i) __stcg(dst + i * 128, acc[i]);
+  warpgroup_barrier(3 + wg);  // the warpgroup's stores precede thread 0's release
+  if (threadIdx.x % 128 == 0) red_release_add(p.flags + w.tail * 2 + wg, 1);
+}
+
+// Split 0: waits for the other splits' partial sums and adds them to its own, always in the same
+// order (split 1, 2, ...), so the result is the same bits on every run.
+template <class K>
+__device__ __forceinline__ void add_partials(const Params& p, const WorkUnit& w, int wg,
+                                             float (&acc)[K::kAccRegs]) {
+  wait_flag_geq(p.flags + w.tail * 2 + wg, p.splits - 1);  // every thread: no divergent branch
+  for (int32_t piece = 0; piece + 1 < p.splits; ++piece) {
+    const float* src = partial_slot<K>(p, w.tail, piece, wg);
+#pragma unroll
+    for (int i = 0; i < K::kAccRegs; ++i) acc[i] += __ldcg(src + i * 128);
+  }
+}
+
 template <class K>
 __global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -145,7 +186,8 @@ __global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_c
   }
 
   const typename K::Scheduler sched(p.m_blocks, p.n_blocks, p.batch,
-                                    K::kClusterM > 1 ? static_cast<int32_t>(cluster_cta_rank()) : 0);
+                                    K::kClusterM > 1 ? static_cast<int32_t>(cluster_cta_rank()) : 0,
+                                    p.k_blocks, p.tail_tiles, p.splits);
   if (warpgroup == 2) {
     warpgroup_reg_dealloc<K::kProducerRegs>();
     if (threadIdx.x == K::kMathThreads) produce<K>(p, sm, sched);
@@ -173,10 +215,17 @@ __global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_c
   } else {
     PipelineState<K::kStages> st;
     float acc[K::kAccRegs];
-    for (int32_t t = sched.first; t < sched.tiles; t += sched.stride) {
-      const TileCoord c = sched.coord(t);
-      mainloop_tile<K>(p, sm, st, c, warpgroup, row, lane, acc);
-      tile_epilogue(c, acc);
+    for (int32_t u = sched.first; u < sched.units; u += sched.stride) {
+      const WorkUnit w = sched.unit(u);
+      mainloop_tile<K>(p, sm, st, w.c, w.kb_begin, w.kb_end, warpgroup, row, lane, acc);
+      if (w.tail >= 0) {
+        if (!w.reduces()) {
+          store_partial<K>(p, w, warpgroup, acc);
+          continue;
+        }
+        add_partials<K>(p, w, warpgroup, acc);
+      }
+      tile_epilogue(w.c, acc);
     }
   }
   // The shared-memory D buffers must stay allocated until the last TMA stores have read them.
@@ -235,7 +284,52 @@ struct Fp8Launcher {
            !k.stream_k;
   }
 
-  static size_t workspace(const Launch&) { return 0; }
+  // The split tail of launch `l` on a grid of at most `resident` CTAs: the tiles past the last
+  // whole round (all of them when they fill less than one), each cut into up to l.splits units
+  // (at most one unit per CTA and one k-block per unit). None where the plan asks for none, the
+  // rounds are whole, or fewer than 2 splits fit.
+  struct SplitTail {
+    int32_t tail_tiles = 0, splits = 1;
+    size_t partial_bytes() const {
+      return static_cast<size_t>(tail_tiles) * (splits - 1) * K::kBlockM * K::kBlockN * 4;
+    }
+    size_t bytes() const {
+      return tail_tiles == 0 ? 0 : partial_bytes() + static_cast<size_t>(tail_tiles) * 2 * 4;
+    }
+  };
+  static SplitTail split_tail(const Launch& l, int64_t resident) {
+    SplitTail s;
+    if (l.decomposition != Decomposition::kSplitTail || K::kClusterM != 1 ||
+        K::Tiles::kOverlapEpilogue || resident <= 0) {
+      return s;
+    }
+    const int64_t tiles = int64_t{(l.m + K::kBlockM - 1) / K::kBlockM} *
+                          ((l.n + K::kBlockN - 1) / K::kBlockN) * l.batch;
+    const int64_t k_blocks = (int64_t{l.k} + K::kBlockK - 1) / K::kBlockK;
+    const int64_t tail = tiles % resident;
+    if (tail == 0) return s;
+    int64_t splits = l.splits;
+    if (splits > resident / tail) splits = resident / tail;
+    if (splits > k_blocks) splits = k_blocks;
+    if (splits < 2) return s;
+    s.tail_tiles = static_cast<int32_t>(tail);
+    s.splits = static_cast<int32_t>(splits);
+    return s;
+  }
+
+  // CTAs of the persistent grid on `sm_count` SMs (without a cluster: one per SM).
+  static int64_t resident_for(const Launch& l) {
+    if (K::kClusterM != 1) return 0;
+    int sms = l.sm_count;
+    if (sms <= 0) {
+      int device = 0;
+      cudaGetDevice(&device);
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    }
+    return sms;
+  }
+
+  static size_t workspace(const Launch& l) { return split_tail(l, resident_for(l)).bytes(); }
 
   // The launch of `grid` CTAs of this kernel: block size, shared memory and, for clusters, the
   // cluster-dimension attribute (kept in *attr, which must outlive the returned config).
@@ -286,8 +380,12 @@ struct Fp8Launcher {
       return Status(StatusCode::kCudaError,
                     "gemm_fp8: the driver does not provide cuTensorMapEncodeTiled");
     }
-    if (l.decomposition != Decomposition::kDataParallel) {
-      return Status(StatusCode::kInternal, "gemm_fp8: this kernel runs data-parallel plans only");
+    if (l.decomposition != Decomposition::kDataParallel &&
+        (l.decomposition != Decomposition::kSplitTail || K::kClusterM != 1 ||
+         K::Tiles::kOverlapEpilogue)) {
+      return Status(StatusCode::kInternal,
+                    "gemm_fp8: this kernel runs data-parallel plans (and, without a cluster or "
+                    "the overlapped epilogue, split tails) only");
     }
     int device = 0;
     cudaGetDevice(&device);
@@ -382,8 +480,31 @@ struct Fp8Launcher {
       return Status(StatusCode::kNotSupported, "gemm_fp8: more than 2^31 output tiles");
     }
     const int64_t clusters = resident / K::kClusterM;
-    const int grid = static_cast<int>((tiles < clusters ? tiles : clusters) * K::kClusterM);
+    int grid = static_cast<int>((tiles < clusters ? tiles : clusters) * K::kClusterM);
     if (grid == 0) return Status::Ok();
+    const SplitTail tail = split_tail(l, resident);
+    p.tail_tiles = tail.tail_tiles;
+    p.splits = tail.splits;
+    if (tail.tail_tiles > 0) {
+      if (l.workspace == nullptr || l.workspace_size < tail.bytes()) {
+        return Status(StatusCode::kInternal, "gemm_fp8: the split tail needs " +
+                                                 std::to_string(tail.bytes()) +
+                                                 " bytes of workspace");
+      }
+      p.partials = static_cast<float*>(l.workspace);
+      p.flags = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(l.workspace) +
+                                           tail.partial_bytes());
+      const int64_t units = tiles - tail.tail_tiles + int64_t{tail.tail_tiles} * tail.splits;
+      grid = static_cast<int>(units < resident ? units : resident);
+      const cudaError_t err = cudaMemsetAsync(p.flags, 0, size_t{4} * 2 * tail.tail_tiles,
+                                              static_cast<cudaStream_t>(l.stream));
+      if (err != cudaSuccess) {
+        cudaGetLastError();
+        return Status(StatusCode::kCudaError, std::string("gemm_fp8: clearing the split-tail "
+                                                          "counters failed: ") +
+                                                  cudaGetErrorString(err));
+      }
+    }
     cudaLaunchAttribute attr;
     const cudaLaunchConfig_t config =
         launch_config(grid, static_cast<cudaStream_t>(l.stream), &attr);

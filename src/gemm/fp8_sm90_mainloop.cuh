@@ -230,7 +230,7 @@ struct PipelineState {
 
 // ------------------------------------------------------------------------------------ producer
 
-// Runs on one thread: loads every k-block of every tile this CTA owns.
+// Runs on one thread: loads the k-blocks of every work unit this CTA owns.
 template <class K, class Params>
 __device__ __forceinline__ void produce(const Params& p, const typename K::Smem& sm,
                                         const typename K::Scheduler& sched) {
@@ -239,15 +239,16 @@ __device__ __forceinline__ void produce(const Params& p, const typename K::Smem&
   // the cluster (multicast); its empty barriers count the math warps of all of them.
   constexpr int kBRows = K::kBlockN / K::kClusterM;
   const int32_t b_row0 = sched.rank * kBRows;
-  for (int32_t t = sched.first; t < sched.tiles; t += sched.stride) {
-    const TileCoord c = sched.coord(t);
+  for (int32_t u = sched.first; u < sched.units; u += sched.stride) {
+    const WorkUnit w = sched.unit(u);
+    const TileCoord& c = w.c;
     const int32_t m0 = c.m_block * K::kBlockM, n0 = c.n_block * K::kBlockN;
     // A cluster's CTA past the last m-block only loads its share of B for its peers (its math
     // warpgroups compute on stale A data and store nothing).
     const bool load_a = K::kClusterM == 1 || c.m_block < p.m_blocks;
     const uint32_t tx = load_a ? K::Smem::kStageTxBytes
                                : K::Smem::kStageTxBytes - K::Smem::kABytes - K::Smem::kSfaBytes;
-    for (int32_t kb = 0; kb < p.k_blocks; ++kb) {
+    for (int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
       mbar_wait(sm.empty(st.stage), st.phase ^ 1);  // the first round passes at once
       uint64_t* full = sm.full(st.stage);
       mbar_arrive_expect_tx(full, tx);
@@ -426,12 +427,14 @@ struct MathKBlock {
   }
 };
 
-// The per-k-block math of tile `c` for math warpgroup `wg` (rows wg * 64 .. + 63 of the tile).
+// The per-k-block math of tile `c` for math warpgroup `wg` (rows wg * 64 .. + 63 of the tile),
+// from k-block kb0 on: the k-block indices it is given count from kb0 (so a split's loop is the
+// whole tile's loop, its scale addresses strength-reduced the same way).
 template <class K, class Params>
 __device__ __forceinline__ MathKBlock<K, Params> tile_math(const Params& p,
                                                            const typename K::Smem& sm,
-                                                           const TileCoord& c, int wg, int row,
-                                                           int lane) {
+                                                           const TileCoord& c, int32_t kb0,
+                                                           int wg, int row, int lane) {
   const float* sfb = nullptr;
   const float* sfb2 = nullptr;
   int32_t first_chunks = K::kBlockN / 8;
@@ -440,18 +443,19 @@ __device__ __forceinline__ MathKBlock<K, Params> tile_math(const Params& p,
     // next one (clamped to the last block: its columns past N are never stored).
     const int32_t n0 = c.n_block * K::kBlockN, nb = n0 / 128;
     sfb = p.sfb + static_cast<int64_t>(nb) * p.sfb_ld;
-    sfb2 = nb + 1 < p.n_scale_blocks ? sfb + p.sfb_ld : sfb;
+    sfb2 = (nb + 1 < p.n_scale_blocks ? sfb + p.sfb_ld : sfb) + kb0;
+    sfb += kb0;
     first_chunks = ((nb + 1) * 128 - n0) / 8;
   }
   return MathKBlock<K, Params>{p, sm, wg, row, lane, sfb, sfb2, first_chunks};
 }
 
-// k-blocks kb0 .. k_blocks - 1 of a tile, serial promotion into `acc`.
+// k-blocks kb0 .. n - 1 (of mk's), serial promotion into `acc`.
 template <class K, class Params>
 __device__ __forceinline__ void kloop_serial(const MathKBlock<K, Params>& mk,
                                              PipelineState<K::kStages>& st, int32_t kb0,
-                                             float (&acc)[K::kAccRegs]) {
-  for (int32_t kb = kb0; kb < mk.p.k_blocks; ++kb) {
+                                             int32_t n, float (&acc)[K::kAccRegs]) {
+  for (int32_t kb = kb0; kb < n; ++kb) {
     float tmp[K::kAccRegs];
     const KBlockScales sc = mk.issue(st.stage, st.phase, kb, tmp);
     wgmma_wait<0>();
@@ -462,17 +466,16 @@ __device__ __forceinline__ void kloop_serial(const MathKBlock<K, Params>& mk,
   }
 }
 
-// All k-blocks of a tile with PromoteHalves: each k-block's two column halves are separate wgmma
-// groups; a half is promoted while the other half's group runs, then reissued for the next
-// k-block. Groups complete in order, so wait 1 always means "the older half is done".
+// k-blocks 0 .. n - 1 (of mk's) with PromoteHalves: each k-block's two column halves are
+// separate wgmma groups; a half is promoted while the other half's group runs, then reissued for
+// the next k-block. Groups complete in order, so wait 1 always means "the older half is done".
 template <class K, class Params>
 __device__ __forceinline__ void kloop_halves(const MathKBlock<K, Params>& mk,
-                                             PipelineState<K::kStages>& st,
+                                             PipelineState<K::kStages>& st, int32_t n,
                                              float (&acc)[K::kAccRegs]) {
   constexpr int kHalfRegs = K::kAccRegs / 2;
   static_assert(kHalfRegs % 4 == 0, "each half: whole 8-column chunks");
-  const int32_t n = mk.p.k_blocks;
-  if (n == 0) return;
+  if (n <= 0) return;
   float t0[kHalfRegs], t1[kHalfRegs];
   KBlockScales sc = mk.wait_stage(st.stage, st.phase, 0);
   mk.template issue_half<0>(st.stage, t0);
@@ -501,25 +504,27 @@ __device__ __forceinline__ void kloop_halves(const MathKBlock<K, Params>& mk,
   st.advance();
 }
 
-// One tile's k-loop for math warpgroup `wg` (rows wg * 64 .. + 63 of the tile): acc = the tile's
-// fp32 sums, promoted every k-block.
+// One work unit's k-loop for math warpgroup `wg` (rows wg * 64 .. + 63 of the tile): acc = the
+// fp32 sums of the tile over k-blocks kb_begin .. kb_end - 1, promoted every k-block.
 template <class K, class Params>
 __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K::Smem& sm,
                                               PipelineState<K::kStages>& st, const TileCoord& c,
-                                              int wg, int row, int lane,
-                                              float (&acc)[K::kAccRegs]) {
+                                              int32_t kb_begin, int32_t kb_end, int wg, int row,
+                                              int lane, float (&acc)[K::kAccRegs]) {
   constexpr int kRegs = K::kAccRegs;
-  const MathKBlock<K, Params> mk = tile_math<K>(p, sm, c, wg, row, lane);
+  // The loops below count the unit's n k-blocks from 0 (mk's indices are relative to kb_begin).
+  const MathKBlock<K, Params> mk = tile_math<K>(p, sm, c, kb_begin, wg, row, lane);
+  const int32_t n = kb_end - kb_begin;
 #pragma unroll
   for (int i = 0; i < kRegs; ++i) acc[i] = 0.0f;
 
   if constexpr (K::Promotion::kTemporaries == 0) {
     // k-block kb + 1 is issued before k-block kb's stage is released (wait 1).
-    if (p.k_blocks == 0) return;  // acc stays 0 (the producer loads nothing)
+    if (n <= 0) return;  // acc stays 0 (the producer loads nothing)
     PipelineState<K::kStages> nx = st;
     mk.issue(nx.stage, nx.phase, 0, acc, false);
     nx.advance();
-    for (int32_t kb = 1; kb < p.k_blocks; ++kb) {
+    for (int32_t kb = 1; kb < n; ++kb) {
       mk.issue(nx.stage, nx.phase, kb, acc, true);
       nx.advance();
       wgmma_wait<1>();
@@ -530,9 +535,9 @@ __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K:
     mk.release(st.stage);
     st.advance();
   } else if constexpr (kIsHalves<typename K::Promotion>) {
-    kloop_halves<K>(mk, st, acc);
+    kloop_halves<K>(mk, st, n, acc);
   } else if constexpr (K::Promotion::kTemporaries == 1) {
-    kloop_serial<K>(mk, st, 0, acc);
+    kloop_serial<K>(mk, st, 0, n, acc);
   } else {
     // Two temporaries in turn: t0 holds even k-blocks, t1 odd ones; k-block kb + 1 is issued
     // before k-block kb is promoted. `nx` is the stage of the next k-block to issue. The loop is
@@ -540,10 +545,11 @@ __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K:
     // pair of arrays would go to local memory).
     float t0[kRegs], t1[kRegs];
     PipelineState<K::kStages> nx = st;
+    if (n <= 0) return;
     KBlockScales sc0 = mk.issue(nx.stage, nx.phase, 0, t0), sc1{};
     nx.advance();
-    for (int32_t kb = 0; kb < p.k_blocks; kb += 2) {
-      if (kb + 1 < p.k_blocks) {
+    for (int32_t kb = 0; kb < n; kb += 2) {
+      if (kb + 1 < n) {
         sc1 = mk.issue(nx.stage, nx.phase, kb + 1, t1);
         nx.advance();
         wgmma_wait<1>();
@@ -554,8 +560,8 @@ __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K:
       mk.release(st.stage);
       st.advance();
       mk.promote(acc, t0, sc0);
-      if (kb + 1 >= p.k_blocks) break;
-      if (kb + 2 < p.k_blocks) {
+      if (kb + 1 >= n) break;
+      if (kb + 2 < n) {
         sc0 = mk.issue(nx.stage, nx.phase, kb + 2, t0);
         nx.advance();
         wgmma_wait<1>();
@@ -571,7 +577,8 @@ __device__ __forceinline__ void mainloop_tile(const Params& p, const typename K:
 }
 
 // TilesOverlapEpilogue: every tile of this CTA, with `epilogue(c, acc)` (the finished tile's) run
-// between the issue of the next tile's first k-block and the wait for it.
+// between the issue of the next tile's first k-block and the wait for it. Whole tiles only (the
+// launcher runs no split tail with it).
 template <class K, class Params, class Epilogue>
 __device__ __forceinline__ void tiles_overlapped(const Params& p, const typename K::Smem& sm,
                                                  const typename K::Scheduler& sched, int wg,
@@ -584,11 +591,11 @@ __device__ __forceinline__ void tiles_overlapped(const Params& p, const typename
   int32_t t = sched.first;
   if (t >= sched.tiles) return;
   TileCoord c = sched.coord(t);
-  mainloop_tile<K>(p, sm, st, c, wg, row, lane, acc);
+  mainloop_tile<K>(p, sm, st, c, 0, p.k_blocks, wg, row, lane, acc);
   for (t += sched.stride; t < sched.tiles; t += sched.stride) {
     const TileCoord done = c;
     c = sched.coord(t);
-    const MathKBlock<K, Params> mk = tile_math<K>(p, sm, c, wg, row, lane);
+    const MathKBlock<K, Params> mk = tile_math<K>(p, sm, c, 0, wg, row, lane);
     float tmp[kRegs];
     const KBlockScales sc0 = mk.issue(st.stage, st.phase, 0, tmp);
     epilogue(done, acc);  // the tensor cores run the wgmmas just issued meanwhile
@@ -599,7 +606,7 @@ __device__ __forceinline__ void tiles_overlapped(const Params& p, const typename
     for (int i = 0; i < kRegs; ++i) acc[i] = 0.0f;
     mk.promote(acc, tmp, sc);
     st.advance();
-    kloop_serial<K>(mk, st, 1, acc);
+    kloop_serial<K>(mk, st, 1, p.k_blocks, acc);
   }
   epilogue(c, acc);
 }

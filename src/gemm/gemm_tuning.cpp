@@ -27,6 +27,7 @@ bool parse_decomposition(const std::string& s, Decomposition* d) {
   if (s == "dp") *d = Decomposition::kDataParallel;
   else if (s == "splitk") *d = Decomposition::kSplitK;
   else if (s == "streamk") *d = Decomposition::kStreamK;
+  else if (s == "tail") *d = Decomposition::kSplitTail;
   else return false;
   return true;
 }
@@ -46,8 +47,8 @@ bool parse_int(const std::string& s, int32_t* v) {
   return ec == std::errc() && ptr == end && !s.empty() && s[0] != '-';
 }
 
-// kernel[,dp|splitk|streamk[,splits[,h|m|n[,swizzle]]]] (DEEPWELL_GEMM_FORCE's syntax). On failure
-// returns false and, when `why` is given, says which field was wrong.
+// kernel[,dp|splitk|streamk|tail[,splits[,h|m|n[,swizzle]]]] (DEEPWELL_GEMM_FORCE's syntax).
+// On failure returns false and, when `why` is given, says which field was wrong.
 bool parse_force(const std::string& spec, Entry* out, std::string* why) {
   std::istringstream ss(spec);
   std::string field;
@@ -65,7 +66,7 @@ bool parse_force(const std::string& spec, Entry* out, std::string* why) {
         break;
       case 1:
         if (!parse_decomposition(field, &e.decomposition)) {
-          return fail("decomposition '" + field + "' is not dp, splitk or streamk");
+          return fail("decomposition '" + field + "' is not dp, splitk, streamk or tail");
         }
         break;
       case 2:
@@ -193,7 +194,12 @@ bool tuned_plan(const std::string& group, int64_t m, int64_t n, int64_t k, int64
   }
   if (e == nullptr) return false;
   plan->kernel = e->kernel;
-  plan->decomposition = e->kernel->stream_k ? e->decomposition : Decomposition::kDataParallel;
+  // A decomposition the kernel cannot run falls back to data-parallel: split-K and stream-K need
+  // CUTLASS's stream-K scheduler, the split tail deepwell's own loop without a cluster.
+  const bool own = e->kernel->schedule == Schedule::kFp8Promoted && e->kernel->cluster_m == 1;
+  const bool tail = e->decomposition == Decomposition::kSplitTail;
+  plan->decomposition = (tail ? own : e->kernel->stream_k) ? e->decomposition
+                                                           : Decomposition::kDataParallel;
   plan->splits = e->splits < 1 ? 1 : e->splits;
   plan->raster = e->raster;
   plan->swizzle = e->swizzle == 2 || e->swizzle == 4 || e->swizzle == 8 ? e->swizzle : 1;
@@ -213,7 +219,8 @@ Status set_gemm_plan_override(std::string_view spec) {
     if (!parse_force(std::string(spec), &e, &why)) {
       return Status(StatusCode::kInvalidArgument,
                     "set_gemm_plan_override: argument 'spec': expected kernel[,dp|splitk|"
-                    "streamk[,splits[,h|m|n[,swizzle]]]] naming a row of the kernel table, got '" +
+                    "streamk|tail[,splits[,h|m|n[,swizzle]]]] naming a row of the kernel table, "
+                    "got '" +
                         std::string(spec) + "' (" + why + ")");
     }
   }

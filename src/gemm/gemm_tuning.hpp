@@ -5,7 +5,8 @@
 //       <group> <M> <N> <K> <batch>  <kernel> <decomposition> <splits> <raster> <swizzle>
 //     group: <operands>:<out>:<layout>:<scaling> as printed by group_name(), e.g. bf16:bf16:kk:none
 //     (the problem as the kernels see it: after D^T = B^T A^T and any transposed operand copy);
-//     kernel: a row name of the table; decomposition: dp | splitk | streamk; raster: h | m | n;
+//     kernel: a row name of the table; decomposition: dp | splitk | streamk | tail (the own
+//     fp8-loop kernels: split tail); raster: h | m | n;
 //     swizzle: 1, 2, 4 or 8.
 //   DEEPWELL_GEMM_FORCE=<kernel>[,<decomposition>[,<splits>[,<raster>[,<swizzle>]]]]
 //     forces that kernel (and plan) on every call it can run; for benchmark sweeps. A value with

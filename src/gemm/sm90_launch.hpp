@@ -10,12 +10,15 @@
 
 namespace deepwell::matmul::sm90 {
 
-// How the output tiles are distributed over the CTAs of the persistent grid. Only kernels built with
-// the stream-K tile scheduler accept anything but kDataParallel.
+// How the output tiles are distributed over the CTAs of the persistent grid. Only CUTLASS kernels
+// built with the stream-K tile scheduler accept kSplitK and kStreamK; only deepwell's own fp8-loop
+// kernels (Schedule::kFp8Promoted, no cluster) accept kSplitTail.
 enum class Decomposition : int32_t {
   kDataParallel = 0,  // one CTA per output tile
   kSplitK = 1,        // `splits` CTAs per tile, partial sums reduced through the workspace
   kStreamK = 2,       // CUTLASS's stream-K: K iterations balanced over the SMs
+  kSplitTail = 3,     // deepwell's fp8-loop kernels: whole rounds of tiles data-parallel, each
+                      // tile of the last, partial round split along K over `splits` CTAs
 };
 
 // One GEMM in the kernels' orientation, after the dispatcher has normalized the caller's problem

@@ -359,14 +359,15 @@ _FORCED_16BIT = [(f, "bfloat16", "kk") for f in [
     "bf16_kk_bf16_128x64,dp", "bf16_kk_bf16_128x64,splitk,3", "bf16_kk_bf16_128x64,streamk",
     "bf16_kk_bf16_pp_128x128,dp,1,h,2", "bf16_kk_bf16_pp_64x64,dp",
     "bf16_kk_bf16_pp_64x96,dp", "bf16_kk_bf16_pp_64x160,dp", 
-    "bf16_kk_bf16_ws_128x256,dp"]] + [(f, "bfloat16", "kn") for f in [
+    "bf16_kk_bf16_ws_128x256,dp", "bf16_kk_bf16_ws_128x256,tail,4"]] + [(f, "bfloat16", "kn") for f in [
     "bf16_kn_bf16_128x256,dp", "bf16_kn_bf16_128x128,dp", "bf16_kn_bf16_128x128,splitk,3",
     "bf16_kn_bf16_128x64,dp", "bf16_kn_bf16_128x64,splitk,3", "bf16_kn_bf16_128x64,streamk",
     "bf16_kn_bf16_pp_128x128,dp,1,h,2", "bf16_kn_bf16_pp_64x64,dp"]] + [
     (f, "float16", "kk") for f in [
     "f16_kk_f16_128x256,dp", "f16_kk_f16_128x128,dp", "f16_kk_f16_128x128,splitk,3",
     "f16_kk_f16_128x64,dp", "f16_kk_f16_128x64,splitk,3", "f16_kk_f16_128x64,streamk",
-    "f16_kk_f16_pp_128x128,dp", "f16_kk_f16_pp_64x64,dp", "f16_kk_f16_ws_128x256,dp"]] + [
+    "f16_kk_f16_pp_128x128,dp", "f16_kk_f16_pp_64x64,dp", "f16_kk_f16_ws_128x256,dp",
+    "f16_kk_f16_ws_128x256,tail,8"]] + [
     (f, "float16", "kn") for f in [
     "f16_kn_f16_128x256,dp", "f16_kn_f16_128x256,splitk,3", "f16_kn_f16_128x128,dp",
     "f16_kn_f16_128x64,dp", "f16_kn_f16_128x64,streamk", "f16_kn_f16_pp_128x128,dp,1,h,2", "f16_kn_f16_pp_64x64,dp"]]
@@ -670,8 +671,9 @@ def out16(rows, cols, fill=None):
         base.fill_(fill)
     return base[:, :cols]
 
+# (2100, 3001, 1100): two whole rounds of 132 tiles and a few more (a split tail past them)
 for m, n, k in [(1, 7, 1024), (7, 1000, 304), (1000, 1104, 520), (4097, 136, 8200),
-                (256, 384, 16384), (129, 4097, 200), (128, 128, 1)]:
+                (256, 384, 16384), (129, 4097, 200), (128, 128, 1), (2100, 3001, 1100)]:
     for gran in grans:
         a, w = fp8(m, k), fp8(n, k, dtype=WDT)
         kb, nb = -(-k // 128), -(-n // 128)
@@ -730,7 +732,14 @@ print("ok")
     ("e4m3_kk_f32_block_128x128,dp", "block", "float32", "float8_e4m3fn"),
     ("e4m3_kk_bf16_block_ws_128x192,dp", "block", "bfloat16", "float8_e4m3fn"),
     ("e4m3_kk_bf16_block_ws_128x128,dp", "block", "bfloat16", "float8_e4m3fn"),
-    ("e4m3_kk_f16_block_ws_128x192,dp", "block", "float16", "float8_e4m3fn")])
+    ("e4m3_kk_f16_block_ws_128x192,dp", "block", "float16", "float8_e4m3fn"),
+    # the own kernels' split tail (uneven k-block shares, K not a multiple of 128, one round of
+    # tiles or a tail past whole rounds)
+    ("e4m3_kk_bf16_ws_128x192,tail,8", "tensor,row", "bfloat16", "float8_e4m3fn"),
+    ("e4m3e5m2_kk_bf16_ws_128x160,tail,3", "tensor,row", "bfloat16", "float8_e5m2"),
+    ("e4m3_kk_bf16_block_ws_128x192,tail,8", "block", "bfloat16", "float8_e4m3fn"),
+    ("e4m3_kk_bf16_block_ws_128x128,tail,8", "block", "bfloat16", "float8_e4m3fn"),
+    ("e4m3_kk_f16_block_ws_128x192,tail,2", "block", "float16", "float8_e4m3fn")])
 def test_every_fp8_kernel_forced(force, grans, out, wdt):
     """Each fp8 kernel of the table on odd M / N / K (K = 1 and K not a multiple of 128 included),
     plain and fused epilogues, whatever the shape rules would pick (one subprocess per setting)."""
@@ -776,3 +785,44 @@ def test_fp8_own_kernel_promotion_accuracy(spec, gran, wdt):
     finally:
         _C.set_gemm_plan_override("")
     assert rel_l2(out, ref) <= 1.1 * rounding, (rel_l2(out, ref), rounding)
+
+
+@pytest.mark.parametrize("spec,gran", [("e4m3_kk_bf16_block_ws_128x192", "block"),
+                                       ("e4m3_kk_bf16_ws_128x192", "tensor")])
+def test_fp8_split_tail_is_deterministic(spec, gran):
+    """A split tail (the last round's tiles cut along K, partial sums added through the
+    workspace in a fixed order) gives the same bits on every run, and the data-parallel plan's
+    result within fp32 reassociation. 1000 x 4100: 8 x 22 = 176 tiles of 128 x 192, 44 past
+    the first round, 3 splits each."""
+    from deepwell import _C
+
+    m, n, k = 1000, 4100, 4096
+    a = torch.randn(m, k, device=DEV).to(torch.float8_e4m3fn)
+    w = torch.randn(n, k, device=DEV).to(torch.float8_e4m3fn)
+    if gran == "tensor":
+        sa, sb = torch.rand(1, device=DEV) + 0.5, torch.rand(1, device=DEV) + 0.5
+    else:
+        sa = (torch.rand(k // 128, m, device=DEV) + 0.5).t()  # unit stride along M
+        sb = torch.rand(-(-n // 128), k // 128, device=DEV) + 0.5
+    outs = {}
+    try:
+        for plan in ("dp", "tail,8", "tail,8", "tail,8"):
+            _C.set_gemm_plan_override(f"{spec},{plan}")
+            out = nan_out((m, n), torch.bfloat16)
+            deepwell.gemm_fp8(a, w.t(), sa, sb, granularity=gran, out=out)
+            outs.setdefault(plan, []).append(out)
+    finally:
+        _C.set_gemm_plan_override("")
+    first = outs["tail,8"][0]
+    assert torch.isfinite(first).all()
+    for again in outs["tail,8"][1:]:
+        assert torch.equal(again, first)
+    assert rel_l2(first, outs["dp"][0]) <= 5e-3
+    if gran == "tensor":
+        ref = (a.double() * sa.double()) @ (w.double() * sb.double()).t()
+    else:
+        kk = torch.arange(k, device=DEV) // 128
+        ref = (a.double() * sa.double()[:, kk]) @ (
+            w.double() * sb.double()[torch.arange(n, device=DEV) // 128][:, kk]).t()
+    assert rel_l2(first, ref) <= 1e-2
+
