@@ -219,6 +219,36 @@ constexpr Plan plan_for(const KernelSpec& k, int64_t m, int64_t n, int64_t kdim,
   return p;
 }
 
+// deepwell's own fp8-loop kernels (data-parallel plans, no cluster): where the grid's last round
+// of tiles is at most a third full, each of its tiles is split along K over up to sms / tail
+// CTAs (Decomposition::kSplitTail; at least 4 k-blocks per split, at most 16 splits), so that
+// round takes about 1 / splits of a tile's time (plus the partial sums' trip through L2) instead
+// of a whole one. H100, session 40, one process, split tail / data-parallel: block 128x192
+// 4096x7168x16384 (9 rounds + 28 tiles, 4 splits) 0.955 / 0.901x torch._scaled_mm,
+// 4096x7168x4096 0.922 / 0.898; bf16 128x256 4096x57344x8192 (+ 40, 3 splits) 1.013 / 0.997x
+// torch.matmul, 2048x57344x8192 (+ 20, 6) 1.004 / 0.980. Two splits measured even (block
+// 3072x7168x16384, + 60: 1.031 / 1.028), so a fuller last round stays whole.
+constexpr Plan with_split_tail(Plan p, int64_t m, int64_t n, int64_t kdim, int64_t batch,
+                               int sm_count) {
+  const KernelSpec& k = *p.kernel;
+  if (k.schedule != Schedule::kFp8Promoted || k.cluster_m != 1 ||
+      p.decomposition != Decomposition::kDataParallel) {
+    return p;
+  }
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  const int64_t tiles = ceil_div(m, k.tile_m) * ceil_div(n, k.tile_n) * batch;
+  const int64_t tail = tiles % sms;
+  if (tail == 0 || 3 * tail > sms) return p;
+  int64_t splits = sms / tail;
+  if (splits > ceil_div(kdim, k.tile_k) / 4) splits = ceil_div(kdim, k.tile_k) / 4;
+  if (splits > 16) splits = 16;
+  if (splits >= 2) {
+    p.decomposition = Decomposition::kSplitTail;
+    p.splits = static_cast<int32_t>(splits);
+  }
+  return p;
+}
+
 // The kernel and decomposition among a group's kernels `cands[0..count)` (the rules above).
 constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t m, int64_t n,
                            int64_t kdim, int64_t batch, int sm_count) {
@@ -254,7 +284,11 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     };
     return 100 * wave_columns(*own_narrow) <= 92 * wave_columns(*own) ? own_narrow : own;
   };
-  if (largest == nullptr) return plan_for(*own_tile(), m, n, kdim, batch, sm_count);
+  // The own kernel's plan: its tile's grid, with a split tail where the last round is ragged.
+  auto own_plan = [&](const KernelSpec& k) {
+    return with_split_tail(plan_for(k, m, n, kdim, batch, sm_count), m, n, kdim, batch, sm_count);
+  };
+  if (largest == nullptr) return own_plan(*own_tile());
   const KernelSpec* small = nullptr;     // cooperative 128x128 with the stream-K scheduler
   const KernelSpec* pingpong = nullptr;  // ping-pong 128x128
   const KernelSpec* narrow = nullptr;    // cooperative 128x64 with the stream-K scheduler
@@ -393,19 +427,38 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   // (4096x7168x16384, 2048x7168x16384) 1.04-1.05x; 1.125 (4096^3, 1024x7168x4096,
   // 4096x2048x7168, 2048x4096x7168) 1.01-1.08x; 1.5 (one own round and a bit: 512x7168x16384,
   // 1024x4096x4096, 2048x2048x8192) 0.76-0.95x.
-  if (own != nullptr && p.decomposition == Decomposition::kDataParallel) {
+  // Rounds are counted in hundredths since the split tail (session 40): a last round the own
+  // kernel splits counts 100 / splits + 25 (H100, one process, x torch._scaled_mm, own 128x192
+  // split tail / data-parallel / own 128x128: 4096x7168x16384 (9 rounds + 28 tiles, 4 splits)
+  // 0.955 / 0.901 / 0.848; 512x7168x16384 (1 + 20, 6 splits: 1.06x CUTLASS's area) 0.839 /
+  // 0.598 / 0.771; 1024x4096x4096 and 2048x2048x8192 (1 + 44, 3 splits: 1.19x) 0.736 / 0.642 /
+  // 0.787 and 0.820 / 0.664 / 0.828). And block scaling also replaces CUTLASS's stream-K plans
+  // by that measure, CUTLASS's rounds counted as tiles / SMs (stream-K evens them out):
+  // 768x4096x7168, one own round against 1.45 of CUTLASS's 128x128 (area 1.03x), ran 0.719 on
+  // CUTLASS's stream-K and 0.958 on the own 128x192 (session 39).
+  const bool own_block = own != nullptr && own->scaling == Scaling::kBlock;
+  if (own != nullptr && (p.decomposition == Decomposition::kDataParallel ||
+                         (own_block && p.decomposition == Decomposition::kStreamK))) {
+    if (!own_block) return own_plan(*own_tile());
+    const Plan mine = own_plan(*own);
     const int64_t own_tiles = ceil_div(m, own->tile_m) * ceil_div(n, own->tile_n) * batch;
-    const int64_t own_area = ceil_div(own_tiles, sms) * own->tile_m * own->tile_n;
-    const int64_t cutlass_area = ceil_div(tiles, sms) * largest->tile_m * largest->tile_n;
-    if (own->scaling != Scaling::kBlock || own_area * 100 <= cutlass_area * 115) {
-      return plan_for(*own_tile(), m, n, kdim, batch, sm_count);
+    int64_t own_rounds = own_tiles / sms * 100;
+    if (own_tiles % sms != 0) {
+      own_rounds += mine.decomposition == Decomposition::kSplitTail ? 100 / mine.splits + 25 : 100;
+    }
+    const int64_t cutlass_rounds = p.decomposition == Decomposition::kStreamK
+                                       ? tiles * 100 / sms
+                                       : ceil_div(tiles, sms) * 100;
+    if (own_rounds * own->tile_m * own->tile_n * 100 <=
+        cutlass_rounds * largest->tile_m * largest->tile_n * 115) {
+      return mine;
     }
     // Past that, the own 128x128 tile: CUTLASS's grid, the own loop (H100, session 39, one
     // process, x torch._scaled_mm, own 128x128 / CUTLASS: 1024x4096x4096 0.800 / 0.716,
     // 2048x2048x8192 0.820 / 0.800, 512x7168x16384 0.748 / 0.744; where the wide tile is
     // chosen it beats the 128x128 one: 4096^3 0.866 / 0.829, 1024x7168x4096 0.773 / 0.754).
-    if (own_block_small != nullptr) {
-      return plan_for(*own_block_small, m, n, kdim, batch, sm_count);
+    if (own_block_small != nullptr && p.decomposition == Decomposition::kDataParallel) {
+      return own_plan(*own_block_small);
     }
   }
   if (p.decomposition == Decomposition::kDataParallel && n > 8192 && m >= 4096 &&

@@ -232,11 +232,17 @@ TEST(GemmPlan, OwnFp8MainLoopWhereCutlassWouldRunDataParallel) {
   constexpr KernelSpec own = spec("fp8 own", 128, 128, Schedule::kFp8Promoted, false);
   for (const auto& group : {std::array<const KernelSpec*, 2>{&cutlass, &own},
                             std::array<const KernelSpec*, 2>{&own, &cutlass}}) {
-    // 8192^3: 4096 tiles, data-parallel -> the own kernel
+    // 8192^3: 4096 tiles, data-parallel -> the own kernel (31 rounds and 4 tiles: those split,
+    // at most 16 ways)
     Plan p = choose_plan(group.data(), 2, 8192, 8192, 8192, 1, kSms);
     EXPECT_EQ(p.kernel, &own);
-    EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
+    EXPECT_EQ(p.decomposition, Decomposition::kSplitTail);
+    EXPECT_EQ(p.splits, 16);
     EXPECT_EQ(p.swizzle, 1);
+    // 8448 x 8192: 4224 tiles, 32 whole rounds
+    p = choose_plan(group.data(), 2, 8448, 8192, 8192, 1, kSms);
+    EXPECT_EQ(p.kernel, &own);
+    EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
     // M = 128: split-K on CUTLASS
     p = choose_plan(group.data(), 2, 128, 6144, 4096, 1, kSms);
     EXPECT_EQ(p.kernel, &cutlass);
@@ -246,11 +252,46 @@ TEST(GemmPlan, OwnFp8MainLoopWhereCutlassWouldRunDataParallel) {
     EXPECT_EQ(p.kernel, &cutlass);
     EXPECT_EQ(p.decomposition, Decomposition::kStreamK);
   }
-  // a group of the own kernel alone: data-parallel
+  // a group of the own kernel alone: its plan (48 tiles, more than a third of the SMs: whole;
+  // 32 tiles: 4 splits each)
   const KernelSpec* only[] = {&own};
   Plan p = choose_plan(only, 1, 128, 6144, 4096, 1, kSms);
   EXPECT_EQ(p.kernel, &own);
   EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
+  p = choose_plan(only, 1, 128, 4096, 4096, 1, kSms);
+  EXPECT_EQ(p.kernel, &own);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitTail);
+  EXPECT_EQ(p.splits, 4);
+}
+
+TEST(GemmPlan, OwnKernelsSplitALastRoundAtMostAThirdFull) {
+  constexpr KernelSpec own = spec("fp8 own", 128, 192, Schedule::kFp8Promoted, false);
+  const KernelSpec* only[] = {&own};
+  auto pick = [&](int64_t m, int64_t n, int64_t k, int sms = kSms) {
+    return choose_plan(only, 1, m, n, k, 1, sms);
+  };
+  // 4096x7168: 1216 tiles = 9 rounds + 28: 132 / 28 = 4 splits
+  Plan p = pick(4096, 7168, 16384);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitTail);
+  EXPECT_EQ(p.splits, 4);
+  // the same on 114 SMs: 10 rounds + 76 (more than half): data-parallel
+  EXPECT_EQ(pick(4096, 7168, 16384, 114).decomposition, Decomposition::kDataParallel);
+  // fuller last rounds stay whole: 8192x7168 (2432 tiles = 18 rounds + 56), 3072x7168 (+ 60)
+  EXPECT_EQ(pick(8192, 7168, 16384).decomposition, Decomposition::kDataParallel);
+  EXPECT_EQ(pick(3072, 7168, 16384).decomposition, Decomposition::kDataParallel);
+  // 2048x57344 at 128x192: 4784 tiles = 36 rounds + 32: 4 splits
+  EXPECT_EQ(pick(2048, 57344, 8192).splits, 4);
+  // at least 4 k-blocks (of 64 here) per split: K = 512 (8 k-blocks) allows 2 of the 4
+  p = pick(4096, 7168, 512);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitTail);
+  EXPECT_EQ(p.splits, 2);
+  EXPECT_EQ(pick(4096, 7168, 256).decomposition, Decomposition::kDataParallel);
+  // one round of a few tiles with a long K: up to 16 splits
+  p = pick(128, 192, 32768);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitTail);
+  EXPECT_EQ(p.splits, 16);
+  // whole rounds: nothing to split
+  EXPECT_EQ(pick(128 * 12, 192 * 11, 8192).decomposition, Decomposition::kDataParallel);
 }
 
 // Block-scaled e4m3 rows: CUTLASS's 128x128 (stream-K capable), the own 128x192 and 128x128.
@@ -280,10 +321,11 @@ TEST(GemmPlan, OwnBlockScaledKernelOnlyWhereItsGridIsNotMuchEmptier) {
   EXPECT_EQ(pick(2048, 7168, 16384), &own);      // 5 x 192 vs 7 x 128: 1.07, 1.04x
   EXPECT_EQ(pick(4096, 4096, 4096), &own);       // 6 x 192 vs 8 x 128: 1.125, 1.07x
   EXPECT_EQ(pick(1024, 7168, 4096), &own);       // 3 x 192 vs 4 x 128: 1.125, 1.08x
-  // one own round and a bit against CUTLASS's two: 1.5, CUTLASS
-  EXPECT_EQ(pick(512, 7168, 16384), &cutlass);   // own 0.76x
-  EXPECT_EQ(pick(1024, 4096, 4096), &cutlass);   // own 0.95x
-  EXPECT_EQ(pick(2048, 2048, 8192), &cutlass);   // own 0.83x
+  // one own round and a bit against CUTLASS's two: 1.5, CUTLASS; with the own split tail
+  // (its last round counted 100 / splits + 25 hundredths) 1.06 and 1.19
+  EXPECT_EQ(pick(512, 7168, 16384), &own);       // 1 + 20 tiles, 6 splits
+  EXPECT_EQ(pick(1024, 4096, 4096), &cutlass);   // 1 + 44 tiles, 3 splits
+  EXPECT_EQ(pick(2048, 2048, 8192), &cutlass);   // 1 + 44 tiles, 3 splits
   // a full last wave: 132 x 192 columns, 128 rows
   EXPECT_EQ(pick(128 * 2, 192 * 132, 4096), &own);
 }
@@ -300,17 +342,23 @@ TEST(GemmPlan, OwnBlockScaled128x128WhereTheWideGridIsMuchEmptier) {
   EXPECT_EQ(pick(4096, 7168, 16384).kernel, &own);
   EXPECT_EQ(pick(4096, 4096, 4096).kernel, &own);
   EXPECT_EQ(pick(1024, 7168, 4096).kernel, &own);
+  EXPECT_EQ(pick(512, 7168, 16384).kernel, &own);  // with a split tail
+  EXPECT_EQ(pick(512, 7168, 16384).decomposition, Decomposition::kSplitTail);
   // past that the own 128x128 where CUTLASS would run data-parallel
-  EXPECT_EQ(pick(512, 7168, 16384).kernel, &own128);
   EXPECT_EQ(pick(1024, 4096, 4096).kernel, &own128);
   EXPECT_EQ(pick(2048, 2048, 8192).kernel, &own128);
   EXPECT_EQ(pick(2048, 2048, 8192).decomposition, Decomposition::kDataParallel);
-  // CUTLASS's split-K (fewer tiles than SMs) and stream-K (a ragged second wave) stay
+  // CUTLASS's split-K (fewer tiles than SMs) stays
   EXPECT_EQ(pick(256, 4096, 16384).kernel, &cutlass);  // 64 tiles: 2 splits
   EXPECT_EQ(pick(256, 4096, 16384).decomposition, Decomposition::kSplitK);
   EXPECT_EQ(pick(256, 7168, 16384).kernel, &own128);  // 112 tiles: no split, data-parallel
-  EXPECT_EQ(pick(1280, 2048, 8192).kernel, &cutlass);  // 160 tiles: 28 in the second wave
+  // CUTLASS's stream-K (a ragged second wave) by the same measure, its rounds counted as
+  // tiles / SMs: 1280x2048 (CUTLASS 160 tiles, 1.21 rounds; own 110 tiles, one round: 1.24x)
+  // stays; 768x4096 (CUTLASS 192 tiles, 1.45 rounds; own 132, one round: 1.03x) moves
+  EXPECT_EQ(pick(1280, 2048, 8192).kernel, &cutlass);
   EXPECT_EQ(pick(1280, 2048, 8192).decomposition, Decomposition::kStreamK);
+  EXPECT_EQ(pick(768, 4096, 7168).kernel, &own);
+  EXPECT_EQ(pick(768, 4096, 7168).decomposition, Decomposition::kDataParallel);
 }
 
 TEST(GemmPlan, OwnNarrowTileOnlyWhereItCutsTheWaveColumns) {
