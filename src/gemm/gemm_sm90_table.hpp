@@ -435,7 +435,10 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   // 0.787 and 0.820 / 0.664 / 0.828). And block scaling also replaces CUTLASS's stream-K plans
   // by that measure, CUTLASS's rounds counted as tiles / SMs (stream-K evens them out):
   // 768x4096x7168, one own round against 1.45 of CUTLASS's 128x128 (area 1.03x), ran 0.719 on
-  // CUTLASS's stream-K and 0.958 on the own 128x192 (session 39).
+  // CUTLASS's stream-K and 0.958 on the own 128x192 (session 39; 0.729 / 0.997 in session 40).
+  // Not at M <= 256 (one or two tile rows, bound by the weight's bandwidth), where the split
+  // round is counted whole: 128x28672x8192 ran 0.930 on the own 128x192 with 7 splits, 0.975 on
+  // the own 128x128 (data-parallel, 224 tiles).
   const bool own_block = own != nullptr && own->scaling == Scaling::kBlock;
   if (own != nullptr && (p.decomposition == Decomposition::kDataParallel ||
                          (own_block && p.decomposition == Decomposition::kStreamK))) {
@@ -444,7 +447,9 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     const int64_t own_tiles = ceil_div(m, own->tile_m) * ceil_div(n, own->tile_n) * batch;
     int64_t own_rounds = own_tiles / sms * 100;
     if (own_tiles % sms != 0) {
-      own_rounds += mine.decomposition == Decomposition::kSplitTail ? 100 / mine.splits + 25 : 100;
+      own_rounds += mine.decomposition == Decomposition::kSplitTail && m > 256
+                        ? 100 / mine.splits + 25
+                        : 100;
     }
     const int64_t cutlass_rounds = p.decomposition == Decomposition::kStreamK
                                        ? tiles * 100 / sms
