@@ -252,16 +252,17 @@ TEST(GemmPlan, OwnFp8MainLoopWhereCutlassWouldRunDataParallel) {
     EXPECT_EQ(p.kernel, &cutlass);
     EXPECT_EQ(p.decomposition, Decomposition::kStreamK);
   }
-  // a group of the own kernel alone: its plan (48 tiles, more than a third of the SMs: whole;
-  // 32 tiles: 4 splits each)
+  // a group of the own kernel alone: its plan (small problems whole; 32 tiles with a long K:
+  // 4 splits each; 48 tiles, more than a third of the SMs: whole)
   const KernelSpec* only[] = {&own};
-  Plan p = choose_plan(only, 1, 128, 6144, 4096, 1, kSms);
+  Plan p = choose_plan(only, 1, 128, 4096, 4096, 1, kSms);
   EXPECT_EQ(p.kernel, &own);
   EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
-  p = choose_plan(only, 1, 128, 4096, 4096, 1, kSms);
-  EXPECT_EQ(p.kernel, &own);
+  p = choose_plan(only, 1, 128, 4096, 262144, 1, kSms);
   EXPECT_EQ(p.decomposition, Decomposition::kSplitTail);
   EXPECT_EQ(p.splits, 4);
+  p = choose_plan(only, 1, 128, 6144, 262144, 1, kSms);
+  EXPECT_EQ(p.decomposition, Decomposition::kDataParallel);
 }
 
 TEST(GemmPlan, OwnKernelsSplitALastRoundAtMostAThirdFull) {
@@ -281,15 +282,17 @@ TEST(GemmPlan, OwnKernelsSplitALastRoundAtMostAThirdFull) {
   EXPECT_EQ(pick(3072, 7168, 16384).decomposition, Decomposition::kDataParallel);
   // 2048x57344 at 128x192: 4784 tiles = 36 rounds + 32: 4 splits
   EXPECT_EQ(pick(2048, 57344, 8192).splits, 4);
-  // at least 4 k-blocks (of 64 here) per split: K = 512 (8 k-blocks) allows 2 of the 4
-  p = pick(4096, 7168, 512);
+  // at least 4 k-blocks (of 64 here) per split: 16384x4608 (3072 tiles = 23 rounds + 36) at
+  // K = 512 (8 k-blocks) takes 2 of the 3
+  p = pick(16384, 4608, 512);
   EXPECT_EQ(p.decomposition, Decomposition::kSplitTail);
   EXPECT_EQ(p.splits, 2);
-  EXPECT_EQ(pick(4096, 7168, 256).decomposition, Decomposition::kDataParallel);
   // one round of a few tiles with a long K: up to 16 splits
-  p = pick(128, 192, 32768);
+  p = pick(128, 192 * 4, 1 << 20);
   EXPECT_EQ(p.decomposition, Decomposition::kSplitTail);
   EXPECT_EQ(p.splits, 16);
+  // below M N K = 2^35 (the call's host time matters more): whole
+  EXPECT_EQ(pick(1024, 4096, 4096).decomposition, Decomposition::kDataParallel);
   // whole rounds: nothing to split
   EXPECT_EQ(pick(128 * 12, 192 * 11, 8192).decomposition, Decomposition::kDataParallel);
 }
