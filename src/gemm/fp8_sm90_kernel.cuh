@@ -7,8 +7,10 @@
 //   WG 2 is the producer (one elected thread issues all TMA loads, setmaxnreg 40).
 //   Tile 128 x kBlockN x 128 fp8 / 64 bf16 (one 128-byte k-block per stage), kStages stages
 //   (fp8_sm90_mainloop.cuh).
-//   Persistent grid of min(tiles, SMs) CTAs, grouped tile order (fp8_sm90_scheduler.cuh);
-//   optionally 2-CTA clusters along M sharing B by TMA multicast (kClusterM).
+//   Persistent grid of min(tiles, SMs) CTAs, grouped tile order (fp8_sm90_scheduler.cuh); with
+//   Decomposition::kSplitTail the tiles past the last whole round are cut along K, their
+//   partial sums added through the workspace (store_partial / add_partials below);
+//   optionally 2-CTA clusters along M sharing B by TMA multicast (kClusterM; no split tail).
 //   Epilogue (fp8_sm90_epilogue.cuh) from registers to global memory (StoreRegisters) or through a
 //   shared-memory tile and TMA stores (StoreTma); optionally overlapped with the next tile's first
 //   k-block of wgmmas (TilesOverlapEpilogue, fp8_sm90_mainloop.cuh).
