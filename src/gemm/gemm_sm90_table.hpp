@@ -228,10 +228,15 @@ constexpr Plan plan_for(const KernelSpec& k, int64_t m, int64_t n, int64_t kdim,
 // 4096x7168x4096 0.922 / 0.898; bf16 128x256 4096x57344x8192 (+ 40, 3 splits) 1.013 / 0.997x
 // torch.matmul, 2048x57344x8192 (+ 20, 6) 1.004 / 0.980. Two splits measured even (block
 // 3072x7168x16384, + 60: 1.031 / 1.028), so a fuller last round stays whole. Only from
-// M N K = 2^35 (69 GFLOP, ~60 us): the split costs the caller a workspace and a memset of its
-// counters, which calls bound by host time pay in full (fp16 out, Python, events around one
-// call: 1024x4096x4096 64.7 -> 76.4 us, 1x4096x4096 42.3 -> 55.9; block 256x14336x4096 0.830 ->
-// 0.696x torch._scaled_mm), while 128x57344x8192 (2^35.9) gained (block 0.928 -> 1.007).
+// M N K = 2^35 (69 GFLOP, ~60 us) or K = 12288: the split costs the caller a workspace and a
+// memset of its counters, which calls bound by host time pay in full (fp16 out, Python, events
+// around one call: 1024x4096x4096 64.7 -> 76.4 us, 1x4096x4096 42.3 -> 55.9; block
+// 256x14336x4096 0.830 -> 0.696x torch._scaled_mm), while 128x57344x8192 (2^35.9) gained (block
+// 0.928 -> 1.007), and so do few tiles with a long K, which the tail gives more CTAs to stream
+// the weight with (fp16 out, CUDA-graph time, data-parallel -> split: 128x4096x14336 tensor
+// 55.1 -> 39.8 us, block 58.8 -> 39.6; 128x8192x28672 111.5 -> 95.8, 116.7 -> 95.2; eager
+// 128x4096x14336 82.5 -> 79.0 us, where 16x8192x8192's 3 splits gained 1-3 % in the graph and
+// lost 13 us eager).
 constexpr Plan with_split_tail(Plan p, int64_t m, int64_t n, int64_t kdim, int64_t batch,
                                int sm_count) {
   const KernelSpec& k = *p.kernel;
@@ -239,7 +244,7 @@ constexpr Plan with_split_tail(Plan p, int64_t m, int64_t n, int64_t kdim, int64
       p.decomposition != Decomposition::kDataParallel) {
     return p;
   }
-  if (m * n * kdim * batch < (int64_t{1} << 35)) return p;
+  if (m * n * kdim * batch < (int64_t{1} << 35) && kdim < 12288) return p;
   const int64_t sms = sm_count > 0 ? sm_count : 132;
   const int64_t tiles = ceil_div(m, k.tile_m) * ceil_div(n, k.tile_n) * batch;
   const int64_t tail = tiles % sms;

@@ -252,8 +252,8 @@ TEST(GemmPlan, OwnFp8MainLoopWhereCutlassWouldRunDataParallel) {
     EXPECT_EQ(p.kernel, &cutlass);
     EXPECT_EQ(p.decomposition, Decomposition::kStreamK);
   }
-  // a group of the own kernel alone: its plan (small problems whole; 32 tiles with a long K:
-  // 4 splits each; 48 tiles, more than a third of the SMs: whole)
+  // a group of the own kernel alone: its plan (small problems with a short K whole; 32 tiles
+  // with a long K: 4 splits each; 48 tiles, more than a third of the SMs: whole)
   const KernelSpec* only[] = {&own};
   Plan p = choose_plan(only, 1, 128, 4096, 4096, 1, kSms);
   EXPECT_EQ(p.kernel, &own);
@@ -291,8 +291,12 @@ TEST(GemmPlan, OwnKernelsSplitALastRoundAtMostAThirdFull) {
   p = pick(128, 192 * 4, 1 << 20);
   EXPECT_EQ(p.decomposition, Decomposition::kSplitTail);
   EXPECT_EQ(p.splits, 16);
-  // below M N K = 2^35 (the call's host time matters more): whole
+  // below M N K = 2^35 (the call's host time matters more): whole, unless K >= 12288
   EXPECT_EQ(pick(1024, 4096, 4096).decomposition, Decomposition::kDataParallel);
+  EXPECT_EQ(pick(16, 8192, 8192).decomposition, Decomposition::kDataParallel);
+  p = pick(128, 4096, 14336);  // 22 tiles: 6 splits
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitTail);
+  EXPECT_EQ(p.splits, 6);
   // whole rounds: nothing to split
   EXPECT_EQ(pick(128 * 12, 192 * 11, 8192).decomposition, Decomposition::kDataParallel);
 }

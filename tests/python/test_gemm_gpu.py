@@ -605,10 +605,12 @@ def test_fp8_tensor_scaling_emulated_outputs():
 
 @pytest.mark.parametrize("gran,b_dtype", [("tensor", E4M3), ("row", E4M3), ("block", E4M3),
                                            ("tensor", E5M2), ("row", E5M2)])
-@pytest.mark.parametrize("m,n,k", [(1, 7, 1024), (130, 264, 520), (4096, 4096, 4096)])
+@pytest.mark.parametrize("m,n,k", [(1, 7, 1024), (130, 264, 520), (4096, 4096, 4096),
+                                   (100, 264, 12800)])
 def test_fp8_f16_output(gran, b_dtype, m, n, k):
     """fp8 with an fp16 D (deepwell's fp8 kernels with fp16 output), plain and with an fp16 bias,
-    by the default plan; equal to the reference on the decoded operands."""
+    by the default plan; equal to the reference on the decoded operands. (100, 264, 12800): two
+    tiles with a long K, which the plan splits 16 ways (split tail)."""
     a, b = fp8((m, k), E4M3), fp8((k, n), b_dtype, k_major_b=True)
     sa, sb = scales_for(gran, m, n, k)
     ad, bd = decoded(a, b, sa, sb, gran)
