@@ -450,6 +450,28 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   // round is counted whole: 128x28672x8192 ran 0.930 on the own 128x192 with 7 splits, 0.975 on
   // the own 128x128 (data-parallel, 224 tiles).
   const bool own_block = own != nullptr && own->scaling == Scaling::kBlock;
+  // Fewer tiles than SMs with K >= 12288, where CUTLASS would split K: the own kernel's
+  // narrower tile (block: 128x128, else 128x160 where the group has it), all its tiles split
+  // over sms / tiles CTAs (at least 2, >= 4 k-blocks each, <= 16). H100, session 40, one
+  // process, x torch._scaled_mm, CUTLASS split-K -> own split: tensor 128x4096x14336 0.822 ->
+  // 0.926 (128x160, 26 tiles), 128x8192x28672 0.894 -> 0.941, 64x8192x28672 0.820 -> 0.928,
+  // 256x4096x14336 0.970 -> 1.024, 128x6144x16384 0.912 -> 0.959; block 128x4096x14336 1.026
+  // -> 1.134 (128x128, 32 tiles), 128x8192x28672 0.897 -> 0.948, 64x8192x28672 0.830 ->
+  // 0.939, 256x4096x14336 0.939 -> 1.033.
+  if (own != nullptr && p.decomposition == Decomposition::kSplitK && kdim >= 12288) {
+    const KernelSpec* k = own_block ? own_block_small : own_narrow;
+    if (k == nullptr) k = own;
+    const int64_t k_tiles = ceil_div(m, k->tile_m) * ceil_div(n, k->tile_n) * batch;
+    int64_t splits = k_tiles < sms ? sms / k_tiles : 0;
+    if (splits > ceil_div(kdim, k->tile_k) / 4) splits = ceil_div(kdim, k->tile_k) / 4;
+    if (splits > 16) splits = 16;
+    if (splits >= 2) {
+      Plan q = plan_for(*k, m, n, kdim, batch, sm_count);
+      q.decomposition = Decomposition::kSplitTail;
+      q.splits = static_cast<int32_t>(splits);
+      return q;
+    }
+  }
   if (own != nullptr && (p.decomposition == Decomposition::kDataParallel ||
                          (own_block && p.decomposition == Decomposition::kStreamK))) {
     if (!own_block) return own_plan(*own_tile());

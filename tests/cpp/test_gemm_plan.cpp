@@ -359,9 +359,12 @@ TEST(GemmPlan, OwnBlockScaled128x128WhereTheWideGridIsMuchEmptier) {
   EXPECT_EQ(pick(1024, 4096, 4096).kernel, &own128);
   EXPECT_EQ(pick(2048, 2048, 8192).kernel, &own128);
   EXPECT_EQ(pick(2048, 2048, 8192).decomposition, Decomposition::kDataParallel);
-  // CUTLASS's split-K (fewer tiles than SMs) stays
-  EXPECT_EQ(pick(256, 4096, 16384).kernel, &cutlass);  // 64 tiles: 2 splits
-  EXPECT_EQ(pick(256, 4096, 16384).decomposition, Decomposition::kSplitK);
+  // CUTLASS's split-K (fewer tiles than SMs) stays where K < 12288; from there the own
+  // 128x128's split tail
+  EXPECT_EQ(pick(256, 4096, 8192).kernel, &cutlass);  // 64 tiles: 2 splits
+  EXPECT_EQ(pick(256, 4096, 8192).decomposition, Decomposition::kSplitK);
+  EXPECT_EQ(pick(256, 4096, 16384).kernel, &own128);
+  EXPECT_EQ(pick(256, 4096, 16384).decomposition, Decomposition::kSplitTail);
   EXPECT_EQ(pick(256, 7168, 16384).kernel, &own128);  // 112 tiles: no split, data-parallel
   // CUTLASS's stream-K (a ragged second wave) by the same measure, its rounds counted as
   // tiles / SMs: 1280x2048 (CUTLASS 160 tiles, 1.21 rounds; own 110 tiles, one round: 1.24x)
@@ -370,6 +373,32 @@ TEST(GemmPlan, OwnBlockScaled128x128WhereTheWideGridIsMuchEmptier) {
   EXPECT_EQ(pick(1280, 2048, 8192).decomposition, Decomposition::kStreamK);
   EXPECT_EQ(pick(768, 4096, 7168).kernel, &own);
   EXPECT_EQ(pick(768, 4096, 7168).decomposition, Decomposition::kDataParallel);
+}
+
+TEST(GemmPlan, OwnSplitTailForFewTilesWithALongKWhereCutlassWouldSplitK) {
+  constexpr KernelSpec cutlass = spec("fp8 cutlass", 128, 128, Schedule::kCooperative, true);
+  constexpr KernelSpec wide = spec("own 128x192", 128, 192, Schedule::kFp8Promoted, false);
+  constexpr KernelSpec narrow = spec("own 128x160", 128, 160, Schedule::kFp8Promoted, false);
+  const KernelSpec* group[] = {&cutlass, &wide, &narrow};
+  auto pick = [&](int64_t m, int64_t n, int64_t k) {
+    return choose_plan(group, 3, m, n, k, 1, kSms);
+  };
+  // 128x4096x14336: CUTLASS 32 tiles split-K; the own 128x160, 26 tiles x 5 splits
+  Plan p = pick(128, 4096, 14336);
+  EXPECT_EQ(p.kernel, &narrow);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitTail);
+  EXPECT_EQ(p.splits, 5);
+  EXPECT_EQ(pick(256, 4096, 14336).splits, 2);  // 52 tiles
+  // K < 12288 stays on CUTLASS's split-K
+  p = pick(128, 4096, 8192);
+  EXPECT_EQ(p.kernel, &cutlass);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitK);
+  // block scaling: the own 128x128
+  const KernelSpec* block[] = {&kBlockCutlass, &kBlockOwn, &kBlockOwn128};
+  p = choose_plan(block, 3, 128, 4096, 14336, 1, kSms);
+  EXPECT_EQ(p.kernel, &kBlockOwn128);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitTail);
+  EXPECT_EQ(p.splits, 4);
 }
 
 TEST(GemmPlan, OwnNarrowTileOnlyWhereItCutsTheWaveColumns) {
