@@ -237,6 +237,14 @@ constexpr Plan plan_for(const KernelSpec& k, int64_t m, int64_t n, int64_t kdim,
 // 55.1 -> 39.8 us, block 58.8 -> 39.6; 128x8192x28672 111.5 -> 95.8, 116.7 -> 95.2; eager
 // 128x4096x14336 82.5 -> 79.0 us, where 16x8192x8192's 3 splits gained 1-3 % in the graph and
 // lost 13 us eager).
+// Splits of each of `tail` tiles of kernel `k` over `sms` CTAs: one unit per CTA, at least 4
+// k-blocks per unit, at most 16 units per tile (< 2: no split).
+constexpr int64_t tail_splits(const KernelSpec& k, int64_t tail, int64_t kdim, int64_t sms) {
+  int64_t splits = sms / tail;
+  if (splits > ceil_div(kdim, k.tile_k) / 4) splits = ceil_div(kdim, k.tile_k) / 4;
+  return splits > 16 ? 16 : splits;
+}
+
 constexpr Plan with_split_tail(Plan p, int64_t m, int64_t n, int64_t kdim, int64_t batch,
                                int sm_count) {
   const KernelSpec& k = *p.kernel;
@@ -249,9 +257,7 @@ constexpr Plan with_split_tail(Plan p, int64_t m, int64_t n, int64_t kdim, int64
   const int64_t tiles = ceil_div(m, k.tile_m) * ceil_div(n, k.tile_n) * batch;
   const int64_t tail = tiles % sms;
   if (tail == 0 || 3 * tail > sms) return p;
-  int64_t splits = sms / tail;
-  if (splits > ceil_div(kdim, k.tile_k) / 4) splits = ceil_div(kdim, k.tile_k) / 4;
-  if (splits > 16) splits = 16;
+  const int64_t splits = tail_splits(k, tail, kdim, sms);
   if (splits >= 2) {
     p.decomposition = Decomposition::kSplitTail;
     p.splits = static_cast<int32_t>(splits);
@@ -462,9 +468,7 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     const KernelSpec* k = own_block ? own_block_small : own_narrow;
     if (k == nullptr) k = own;
     const int64_t k_tiles = ceil_div(m, k->tile_m) * ceil_div(n, k->tile_n) * batch;
-    int64_t splits = k_tiles < sms ? sms / k_tiles : 0;
-    if (splits > ceil_div(kdim, k->tile_k) / 4) splits = ceil_div(kdim, k->tile_k) / 4;
-    if (splits > 16) splits = 16;
+    const int64_t splits = k_tiles < sms ? tail_splits(*k, k_tiles, kdim, sms) : 0;
     if (splits >= 2) {
       Plan q = plan_for(*k, m, n, kdim, batch, sm_count);
       q.decomposition = Decomposition::kSplitTail;
