@@ -429,7 +429,8 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     if (last != 0 && last * 10 < sms * 6) p.decomposition = Decomposition::kStreamK;
   }
   // deepwell's own main loop replaces the CUTLASS kernel wherever that one would run
-  // data-parallel; split-K and stream-K plans (few tiles, ragged waves) stay on CUTLASS. For
+  // data-parallel (its split-K plans: the rule above); stream-K plans (ragged waves) stay on
+  // CUTLASS but for block scaling (below). For
   // bf16 x @ w.t() that is the 128x256 tile past every rule above (H100, one process, x
   // torch.matmul, CUTLASS -> own: 16384x28672x4096 0.925 -> 0.951 before the own epilogue's fix,
   // 0.992 after it; docs/perf-notes.md, GEMM session 36); ping-pong keeps its shapes
@@ -456,25 +457,40 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   // round is counted whole: 128x28672x8192 ran 0.930 on the own 128x192 with 7 splits, 0.975 on
   // the own 128x128 (data-parallel, 224 tiles).
   const bool own_block = own != nullptr && own->scaling == Scaling::kBlock;
-  // Fewer tiles than SMs with K >= 12288, where CUTLASS would split K: the own kernel's
-  // narrower tile (block: 128x128, else 128x160 where the group has it), all its tiles split
-  // over sms / tiles CTAs (at least 2, >= 4 k-blocks each, <= 16). H100, session 40, one
-  // process, x torch._scaled_mm, CUTLASS split-K -> own split: tensor 128x4096x14336 0.822 ->
-  // 0.926 (128x160, 26 tiles), 128x8192x28672 0.894 -> 0.941, 64x8192x28672 0.820 -> 0.928,
-  // 256x4096x14336 0.970 -> 1.024, 128x6144x16384 0.912 -> 0.959; block 128x4096x14336 1.026
-  // -> 1.134 (128x128, 32 tiles), 128x8192x28672 0.897 -> 0.948, 64x8192x28672 0.830 ->
-  // 0.939, 256x4096x14336 0.939 -> 1.033.
-  if (own != nullptr && p.decomposition == Decomposition::kSplitK && kdim >= 12288) {
+  // Fewer tiles than SMs, where CUTLASS would split K: the own kernel's narrower tile (block:
+  // 128x128, else 128x160 where the group has it), with all its tiles split over sms / tiles
+  // CTAs (>= 4 k-blocks each, <= 16) where K >= 12288 (2 splits or more); for fp8 operands also
+  // below that: split where K > 4096 with 3 splits or more, else data-parallel (16-bit
+  // operands keep CUTLASS's split-K below K = 12288: not measured, and their 128x256 tile would
+  // leave most SMs idle). CUTLASS's split-K costs a workspace, a memset and its fix-up in
+  // every call: H100, session 41, one process, 40 shapes M 1-256, N 1024-8192, K 1024-8192 (bf16
+  // out; eager x torch._scaled_mm / CUDA-graph us per call), CUTLASS split-K -> own: tensor
+  // 128x4096x4096 0.617 -> 0.815 / 19.5 -> 16.1 us, 64x2048x4096 0.803 -> 1.162 / 26.1 -> 15.9,
+  // 1x4096x1024 1.025 -> 1.383 / 14.8 -> 7.6, 128x2048x8192 (10 splits) 0.598 -> 0.763 / 27.0
+  // -> 21.1, 1x1024x8192 (16) 0.783 -> 1.066 / 41.8 -> 23.8, 256x4096x8192 (2 splits: whole)
+  // 0.745 -> 0.855 / 29.0 -> 29.2; block 128x4096x4096 0.891 -> 1.118 / 18.9 -> 14.8,
+  // 128x4096x8192 (4 splits) 0.763 -> 0.872 / 22.9 -> 18.3, 256x2048x8192 (8) 0.635 -> 0.768 /
+  // 22.2 -> 16.8. A split costs ~5 us of host time (workspace, memset) and its reduction, so
+  // up to K = 4096 the whole tiles win both ways (tensor 1x4096x4096 split 5: 19.1 us against
+  // 16.6 whole), and two splits only pay at a long K (128x8192x8192: 37.3 against 34.0 us).
+  // Session 40, K >= 12288, CUTLASS split-K -> own split (eager): tensor 128x4096x14336 0.822 ->
+  // 0.926, 128x8192x28672 0.894 -> 0.941, 256x4096x14336 0.970 -> 1.024; block 128x4096x14336
+  // 1.026 -> 1.134, 256x4096x14336 0.939 -> 1.033.
+  const bool own_fp8 = own != nullptr && own->operands != Operands::kBF16 &&
+                       own->operands != Operands::kF16;
+  if (own != nullptr && p.decomposition == Decomposition::kSplitK &&
+      (own_fp8 || kdim >= 12288)) {
     const KernelSpec* k = own_block ? own_block_small : own_narrow;
     if (k == nullptr) k = own;
+    Plan q = plan_for(*k, m, n, kdim, batch, sm_count);  // own kernels: data-parallel
     const int64_t k_tiles = ceil_div(m, k->tile_m) * ceil_div(n, k->tile_n) * batch;
     const int64_t splits = k_tiles < sms ? tail_splits(*k, k_tiles, kdim, sms) : 0;
-    if (splits >= 2) {
-      Plan q = plan_for(*k, m, n, kdim, batch, sm_count);
+    if ((kdim >= 12288 && splits >= 2) || (kdim > 4096 && splits >= 3)) {
       q.decomposition = Decomposition::kSplitTail;
       q.splits = static_cast<int32_t>(splits);
       return q;
     }
+    if (own_fp8) return q;
   }
   if (own != nullptr && (p.decomposition == Decomposition::kDataParallel ||
                          (own_block && p.decomposition == Decomposition::kStreamK))) {

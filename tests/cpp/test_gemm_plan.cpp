@@ -359,10 +359,16 @@ TEST(GemmPlan, OwnBlockScaled128x128WhereTheWideGridIsMuchEmptier) {
   EXPECT_EQ(pick(1024, 4096, 4096).kernel, &own128);
   EXPECT_EQ(pick(2048, 2048, 8192).kernel, &own128);
   EXPECT_EQ(pick(2048, 2048, 8192).decomposition, Decomposition::kDataParallel);
-  // CUTLASS's split-K (fewer tiles than SMs) stays where K < 12288; from there the own
-  // 128x128's split tail
-  EXPECT_EQ(pick(256, 4096, 8192).kernel, &cutlass);  // 64 tiles: 2 splits
-  EXPECT_EQ(pick(256, 4096, 8192).decomposition, Decomposition::kSplitK);
+  // where CUTLASS would split K (fewer tiles than SMs): the own 128x128, whole up to K = 4096
+  // and with 2 splits below K = 12288, split where K > 4096 with 3 or more splits, and from
+  // K = 12288 with 2 or more
+  EXPECT_EQ(pick(256, 4096, 8192).kernel, &own128);  // 64 tiles: 2 splits
+  EXPECT_EQ(pick(256, 4096, 8192).decomposition, Decomposition::kDataParallel);
+  EXPECT_EQ(pick(128, 4096, 4096).kernel, &own128);  // 32 tiles, 8 k-blocks a split, K = 4096
+  EXPECT_EQ(pick(128, 4096, 4096).decomposition, Decomposition::kDataParallel);
+  EXPECT_EQ(pick(128, 4096, 8192).kernel, &own128);  // 32 tiles: 4 splits
+  EXPECT_EQ(pick(128, 4096, 8192).decomposition, Decomposition::kSplitTail);
+  EXPECT_EQ(pick(128, 4096, 8192).splits, 4);
   EXPECT_EQ(pick(256, 4096, 16384).kernel, &own128);
   EXPECT_EQ(pick(256, 4096, 16384).decomposition, Decomposition::kSplitTail);
   EXPECT_EQ(pick(256, 7168, 16384).kernel, &own128);  // 112 tiles: no split, data-parallel
@@ -375,10 +381,18 @@ TEST(GemmPlan, OwnBlockScaled128x128WhereTheWideGridIsMuchEmptier) {
   EXPECT_EQ(pick(768, 4096, 7168).decomposition, Decomposition::kDataParallel);
 }
 
-TEST(GemmPlan, OwnSplitTailForFewTilesWithALongKWhereCutlassWouldSplitK) {
-  constexpr KernelSpec cutlass = spec("fp8 cutlass", 128, 128, Schedule::kCooperative, true);
-  constexpr KernelSpec wide = spec("own 128x192", 128, 192, Schedule::kFp8Promoted, false);
-  constexpr KernelSpec narrow = spec("own 128x160", 128, 160, Schedule::kFp8Promoted, false);
+constexpr KernelSpec fp8_spec(const char* name, int tn, Schedule sched, bool sk) {
+  KernelSpec k = spec(name, 128, tn, sched, sk);
+  k.operands = Operands::kE4M3;
+  k.scaling = Scaling::kTensorRow;
+  k.tile_k = 128;
+  return k;
+}
+
+TEST(GemmPlan, OwnNarrowTileWhereCutlassWouldSplitK) {
+  constexpr KernelSpec cutlass = fp8_spec("fp8 cutlass", 128, Schedule::kCooperative, true);
+  constexpr KernelSpec wide = fp8_spec("own 128x192", 192, Schedule::kFp8Promoted, false);
+  constexpr KernelSpec narrow = fp8_spec("own 128x160", 160, Schedule::kFp8Promoted, false);
   const KernelSpec* group[] = {&cutlass, &wide, &narrow};
   auto pick = [&](int64_t m, int64_t n, int64_t k) {
     return choose_plan(group, 3, m, n, k, 1, kSms);
@@ -389,10 +403,32 @@ TEST(GemmPlan, OwnSplitTailForFewTilesWithALongKWhereCutlassWouldSplitK) {
   EXPECT_EQ(p.decomposition, Decomposition::kSplitTail);
   EXPECT_EQ(p.splits, 5);
   EXPECT_EQ(pick(256, 4096, 14336).splits, 2);  // 52 tiles
-  // K < 12288 stays on CUTLASS's split-K
+  // K > 4096: split where that makes 3 or more (26 tiles: 5; 7 tiles: 16, the most)
   p = pick(128, 4096, 8192);
-  EXPECT_EQ(p.kernel, &cutlass);
+  EXPECT_EQ(p.kernel, &narrow);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitTail);
+  EXPECT_EQ(p.splits, 5);
+  EXPECT_EQ(pick(1, 1024, 8192).splits, 16);
+  // ... else whole: 52 tiles at K = 8192 (2 splits), and up to K = 4096 however few the tiles
+  for (auto [m, n, k] : {std::array<int64_t, 3>{128, 8192, 8192}, {256, 4096, 8192},
+                         {128, 4096, 4096}, {1, 1024, 4096}, {64, 4096, 1024}}) {
+    p = pick(m, n, k);
+    EXPECT_EQ(p.kernel, &narrow) << m << "x" << n << "x" << k;
+    EXPECT_EQ(p.decomposition, Decomposition::kDataParallel) << m << "x" << n << "x" << k;
+  }
+  // K too short for CUTLASS to split (fewer than 8 k-tiles): its plan, data-parallel, which the
+  // own kernel replaces as anywhere else
+  EXPECT_EQ(pick(128, 4096, 512).decomposition, Decomposition::kDataParallel);
+  // 16-bit operands keep CUTLASS's split-K below K = 12288 (bf16 group: 128x256 tiles of
+  // CUTLASS and its own, 512x4096x10240 reaches the split-K rule with 64 tiles)
+  constexpr KernelSpec own16 = spec("own 128x256", 128, 256, Schedule::kFp8Promoted, false);
+  const KernelSpec* bf16_group[] = {&kBig, &kSmall, &kNarrow, &kPingpong, &own16};
+  p = choose_plan(bf16_group, 5, 512, 4096, 10240, 1, kSms);
+  EXPECT_EQ(p.kernel, &kBig);
   EXPECT_EQ(p.decomposition, Decomposition::kSplitK);
+  p = choose_plan(bf16_group, 5, 512, 4096, 16384, 1, kSms);
+  EXPECT_EQ(p.kernel, &own16);
+  EXPECT_EQ(p.decomposition, Decomposition::kSplitTail);
   // block scaling: the own 128x128
   const KernelSpec* block[] = {&kBlockCutlass, &kBlockOwn, &kBlockOwn128};
   p = choose_plan(block, 3, 128, 4096, 14336, 1, kSms);

@@ -453,9 +453,12 @@ def decoded(a, b, sa, sb, granularity):
 
 @pytest.mark.parametrize("granularity", ["tensor", "row", "block"])
 @pytest.mark.parametrize("b_dtype", [E4M3, E5M2])
-# (100, 1000, 12800): few tiles with a long K, which the plan runs on the own kernel's split tail
+# Fewer tiles than SMs (where CUTLASS would split K) run the own kernel's narrow tile: split at
+# (100, 1000, 12800), (256, 384, 8192) and (33, 2000, 5000), whole at (64, 1096, 2100) and
+# (1, 7, 1024); (7, 1000, 304) is too short for a split anywhere
 @pytest.mark.parametrize("m,n,k", [(256, 384, 8192), (7, 1000, 304), (4097, 136, 512),
-                                   (1, 7, 1024), (100, 1000, 12800)])
+                                   (1, 7, 1024), (100, 1000, 12800), (33, 2000, 5000),
+                                   (64, 1096, 2100)])
 def test_fp8(granularity, b_dtype, m, n, k):
     if granularity == "block" and b_dtype == E5M2:
         a = fp8((m, k), E4M3)
