@@ -78,6 +78,7 @@ struct KernelSpec {
   X(bf16_kk_f16_128x128,   kBF16,       kF16,  true,     true,     kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
   X(e4m3_kk_bf16_128x128,  kE4M3,       kBF16, true,     true,     kTensorRow,128, 128, 128, 1, 2, kCooperative, true)  \
   X(e4m3e5m2_kk_bf16_128x128, kE4M3xE5M2, kBF16, true,   true,     kTensorRow,128, 128, 128, 1, 2, kCooperative, true)  \
+  X(e4m3_kk_bf16_pp_64x64, kE4M3,       kBF16, true,     true,     kTensorRow, 64,  64, 128, 2, 1, kPingpong,    false) \
   X(e4m3_kk_bf16_block_128x128, kE4M3,  kBF16, true,     true,     kBlock,    128, 128, 128, 1, 2, kCooperative, true)  \
   X(e4m3_kk_f32_128x128,   kE4M3,       kF32,  true,     true,     kTensorRow,128, 128, 128, 1, 2, kCooperative, true)  \
   X(e4m3_kk_f32_block_128x128, kE4M3,   kF32,  true,     true,     kBlock,    128, 128, 128, 1, 2, kCooperative, true)  \
@@ -358,7 +359,23 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     const bool even_waves =
         ctas <= sms || (ctas <= 2 * sms && 4 * last >= 3 * sms && kdim <= 8192);
     const bool few_long_k = 2 * ctas <= sms && kdim >= 8192;
-    if (!few_long_k && (even_waves || m <= 64)) return plan_for(*tiny, m, n, kdim, batch, sm_count);
+    // fp8 (e4m3 x e4m3, tensor / row scaling: CUTLASS's 64x64x128 ping-pong) wherever its CTAs
+    // fit one wave, but for at most half a wave past K = 8192, and nowhere else: the own
+    // kernel's 128-row tiles keep two waves and ragged ones, and its split tail few CTAs with a
+    // long K (the 64x64 tile's time grows ~0.21 us per 128 of K and CTA: 10.9 us at K = 4096,
+    // 17.0 at 8192, 29.5 at 14336; a split tail spreads that over the SMs). H100, session 41, CUDA-graph us per call / eager x
+    // torch._scaled_mm, own 128x160 (its best plan: whole or split) -> 64x64: 128x4096x4096 16.0
+    // -> 10.9 us / 0.831 -> 0.934, 64x2048x4096 15.6 -> 10.9 / 0.827 -> 0.898, 128x4096x14336
+    // 37.1 -> 29.5 / 0.768 -> 0.964, 1x1024x8192 (32 CTAs) 23.7 -> 17.0 / 0.742 -> 0.946,
+    // 128x2048x8192 20.3 -> 17.6 / 0.683 -> 0.812, 16x4096x7168 23.5 -> 23.6 / 1.031 -> 1.085
+    // (K = 1024: 1x4096x1024 7.3 -> 7.2 / 1.431 -> 1.267, the one loss); two waves lose:
+    // 256x4096x4096 16.1 -> 18.4 / 0.896 -> 0.806, 256x4096x8192 24.1 -> 32.0, 1x14336x4096
+    // (448 CTAs) 33.3 -> 46.1 / 0.999 -> 0.699, 64x8192x2048 10.6 -> 11.8.
+    const bool fp8 = tiny->operands == Operands::kE4M3 || tiny->operands == Operands::kE4M3xE5M2;
+    if (fp8 ? ctas <= sms && (kdim <= 8192 || 2 * ctas > sms)
+            : !few_long_k && (even_waves || m <= 64)) {
+      return plan_for(*tiny, m, n, kdim, batch, sm_count);
+    }
   }
   if (narrow != nullptr && narrow != largest && m <= 128 && n <= 6144) {
     // Up to 4 splits: with 32 tiles (N = 2048) 4 splits beat 2 by 18-35% (K = 16k-28k, H100).

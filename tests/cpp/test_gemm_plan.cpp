@@ -389,6 +389,41 @@ constexpr KernelSpec fp8_spec(const char* name, int tn, Schedule sched, bool sk)
   return k;
 }
 
+// fp8 with a 64-row ping-pong tile (e4m3 x e4m3, tensor / row scaling): that tile wherever its
+// CTAs (2x1 clusters) fit one wave, past K = 8192 only if they fill more than half of it; two
+// waves, ragged or not, M > 256 and few CTAs with a long K go to the own kernel's rules.
+TEST(GemmPlan, Fp8SmallMUsesThe64RowTileInOneWave) {
+  constexpr KernelSpec cutlass = fp8_spec("fp8 cutlass", 128, Schedule::kCooperative, true);
+  constexpr KernelSpec wide = fp8_spec("own 128x192", 192, Schedule::kFp8Promoted, false);
+  constexpr KernelSpec narrow = fp8_spec("own 128x160", 160, Schedule::kFp8Promoted, false);
+  KernelSpec t = fp8_spec("pp_64x64", 64, Schedule::kPingpong, false);
+  t.tile_m = 64;
+  t.cluster_m = 2;
+  const KernelSpec tiny = t;
+  const KernelSpec* group[] = {&cutlass, &wide, &narrow, &tiny};
+  auto pick = [&](int64_t m, int64_t n, int64_t k) {
+    return choose_plan(group, 4, m, n, k, 1, kSms);
+  };
+  for (auto [m, n, k] : {std::array<int64_t, 3>{1, 4096, 4096}, {128, 4096, 4096},
+                         {128, 4096, 14336}, {1, 1024, 8192}, {256, 2048, 8192},
+                         {16, 4096, 7168}, {1, 64, 8192}, {1, 64, 4096}}) {
+    const Plan p = pick(m, n, k);
+    EXPECT_EQ(p.kernel, &tiny) << m << "x" << n << "x" << k;
+    EXPECT_EQ(p.decomposition, Decomposition::kDataParallel) << m << "x" << n << "x" << k;
+  }
+  // two waves (256 CTAs), even or not, and many: the own 128x160
+  EXPECT_EQ(pick(256, 4096, 4096).kernel, &narrow);
+  EXPECT_EQ(pick(1, 8192, 8192).kernel, &narrow);
+  EXPECT_EQ(pick(64, 6144, 4096).kernel, &narrow);
+  EXPECT_EQ(pick(1, 14336, 4096).kernel, &narrow);
+  EXPECT_EQ(pick(512, 1024, 4096).kernel, &narrow);  // M > 256
+  // half a wave or less past K = 8192: the own split tail (1x1024: 7 tiles of 128x160, 16 splits)
+  EXPECT_EQ(pick(1, 1024, 16384).kernel, &narrow);
+  EXPECT_EQ(pick(1, 1024, 16384).decomposition, Decomposition::kSplitTail);
+  EXPECT_EQ(pick(1, 1024, 16384).splits, 16);
+  EXPECT_EQ(pick(32, 4096, 14336).kernel, &tiny);  // 128 CTAs
+}
+
 TEST(GemmPlan, OwnNarrowTileWhereCutlassWouldSplitK) {
   constexpr KernelSpec cutlass = fp8_spec("fp8 cutlass", 128, Schedule::kCooperative, true);
   constexpr KernelSpec wide = fp8_spec("own 128x192", 192, Schedule::kFp8Promoted, false);
