@@ -24,7 +24,7 @@ import refs  # noqa: E402
 import report  # noqa: E402
 import timing  # noqa: E402
 from suites import (attention_decode, attention_fa3_sweep, attention_small, gemm_bf16,  # noqa: E402
-                    gemm_fp8)
+                    gemm_fp8, gemm_fp8_small)
 
 
 def fake_attention(q, k, v, causal=False):
@@ -68,7 +68,8 @@ def check_suites():
                                  "device": "cpu"}),
              (gemm_bf16, {"shape": "t", "op": "bias+gelu_tanh", "M": 64, "N": 128, "K": 256,
                           "device": "cpu"}),
-             (gemm_fp8, {"M": 128, "N": 256, "K": 256, "device": "cpu"})]
+             (gemm_fp8, {"M": 128, "N": 256, "K": 256, "device": "cpu"}),
+             (gemm_fp8_small, {"shape": "t", "M": 16, "N": 256, "K": 256, "device": "cpu"})]
     good = types.SimpleNamespace(attention=fake_attention, gemm=fake_gemm,
                                  gemm_fp8=fake_gemm_fp8)
     wrong = types.SimpleNamespace(
