@@ -363,10 +363,11 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     // fit one wave, but for at most half a wave past K = 8192, and nowhere else: the own
     // kernel's 128-row tiles keep two waves and ragged ones, and its split tail few CTAs with a
     // long K (the 64x64 tile's time grows ~0.21 us per 128 of K and CTA: 10.9 us at K = 4096,
-    // 17.0 at 8192, 29.5 at 14336; a split tail spreads that over the SMs). H100, session 41, CUDA-graph us per call / eager x
-    // torch._scaled_mm, own 128x160 (its best plan: whole or split) -> 64x64: 128x4096x4096 16.0
-    // -> 10.9 us / 0.831 -> 0.934, 64x2048x4096 15.6 -> 10.9 / 0.827 -> 0.898, 128x4096x14336
-    // 37.1 -> 29.5 / 0.768 -> 0.964, 1x1024x8192 (32 CTAs) 23.7 -> 17.0 / 0.742 -> 0.946,
+    // 17.0 at 8192, 29.5 at 14336; a split tail spreads that over the SMs). H100, session 41,
+    // CUDA-graph us per call / eager x torch._scaled_mm, own 128x160 (its best plan: whole or
+    // split) -> 64x64: 128x4096x4096 16.0 -> 10.9 us / 0.831 -> 0.934, 64x2048x4096 15.6 ->
+    // 10.9 / 0.827 -> 0.898, 128x4096x14336 37.1 -> 29.5 / 0.768 -> 0.964, 1x1024x8192 (32
+    // CTAs) 23.7 -> 17.0 / 0.742 -> 0.946,
     // 128x2048x8192 20.3 -> 17.6 / 0.683 -> 0.812, 16x4096x7168 23.5 -> 23.6 / 1.031 -> 1.085
     // (K = 1024: 1x4096x1024 7.3 -> 7.2 / 1.431 -> 1.267, the one loss); two waves lose:
     // 256x4096x4096 16.1 -> 18.4 / 0.896 -> 0.806, 256x4096x8192 24.1 -> 32.0, 1x14336x4096
