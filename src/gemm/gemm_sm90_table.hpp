@@ -48,6 +48,11 @@ struct KernelSpec {
   WorkspaceFn workspace;
 };
 
+// fp8 operands (e4m3 x e4m3 or e4m3 x e5m2), as opposed to 16-bit ones.
+constexpr bool fp8_operands(const KernelSpec& k) {
+  return k.operands == Operands::kE4M3 || k.operands == Operands::kE4M3xE5M2;
+}
+
 // clang-format off
 #define DW_SM90_GEMM_KERNELS(X)                                                                        \
   /* name                  operands     out    A K-major B K-major scaling    tile M,N,K     cluster sched        stream-K */ \
@@ -122,7 +127,8 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 //
 //   M <= 256 and a ping-pong 64xN kernel exists (2x1 clusters; of several, the one with the
 //       fewest waves x N), its CTAs fill the SMs in one wave (or two, the second >= 75 % full, at
-//       K <= 8192) or M <= 64, and not (at most half the SMs busy and K >= 8192)
+//       K <= 8192) or M <= 64, and not (at most half the SMs busy and K >= 8192); fp8 (e4m3 x
+//       e4m3 tensor / row: 64x64): one wave only, past K = 8192 only above half a wave
 //       -> that ping-pong 64xN kernel, data-parallel
 //   M <= 128, N <= 6144 and a cooperative 128x64 kernel exists
 //       -> 128x64 (four times the CTAs of 128x256); split-K 2 when K >= 8192 and 2 T <= S, else
@@ -144,7 +150,12 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 //       15 % above the CUTLASS block kernel's; past that, where CUTLASS would run data-parallel,
 //       the own 128x128 block tile (bf16 out);
 //       the group's narrower own tile (e4m3 x e4m3 / e5m2 -> bf16: 128x160) where it needs >= 8 % fewer
-//       wave-columns (waves x tile width) than the first row's
+//       wave-columns (waves x tile width) than the first row's;
+//       where CUTLASS's plan is split-K: the narrower own tile (block: 128x128), its tiles split
+//       along K (split tail) where K >= 12288 (16-bit groups too) or K > 4096 with >= 3 splits,
+//       else data-parallel
+//   own kernels' data-parallel grids split a last round at most a third full (split tail) from
+//       M N K = 2^35 or K = 12288 (with_split_tail below)
 //
 // Decomposition of the largest tile (T output tiles over all batches, S SMs):
 //
@@ -367,14 +378,13 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     // CUDA-graph us per call / eager x torch._scaled_mm, own 128x160 (its best plan: whole or
     // split) -> 64x64: 128x4096x4096 16.0 -> 10.9 us / 0.831 -> 0.934, 64x2048x4096 15.6 ->
     // 10.9 / 0.827 -> 0.898, 128x4096x14336 37.1 -> 29.5 / 0.768 -> 0.964, 1x1024x8192 (32
-    // CTAs) 23.7 -> 17.0 / 0.742 -> 0.946,
-    // 128x2048x8192 20.3 -> 17.6 / 0.683 -> 0.812, 16x4096x7168 23.5 -> 23.6 / 1.031 -> 1.085
-    // (K = 1024: 1x4096x1024 7.3 -> 7.2 / 1.431 -> 1.267, the one loss); two waves lose:
-    // 256x4096x4096 16.1 -> 18.4 / 0.896 -> 0.806, 256x4096x8192 24.1 -> 32.0, 1x14336x4096
-    // (448 CTAs) 33.3 -> 46.1 / 0.999 -> 0.699, 64x8192x2048 10.6 -> 11.8.
-    const bool fp8 = tiny->operands == Operands::kE4M3 || tiny->operands == Operands::kE4M3xE5M2;
-    if (fp8 ? ctas <= sms && (kdim <= 8192 || 2 * ctas > sms)
-            : !few_long_k && (even_waves || m <= 64)) {
+    // CTAs) 23.7 -> 17.0 / 0.742 -> 0.946, 128x2048x8192 20.3 -> 17.6 / 0.683 -> 0.812,
+    // 16x4096x7168 23.5 -> 23.6 / 1.031 -> 1.085 (K = 1024: 1x4096x1024 7.3 -> 7.2 / 1.431 ->
+    // 1.267, the one loss); two waves lose: 256x4096x4096 16.1 -> 18.4 / 0.896 -> 0.806,
+    // 256x4096x8192 24.1 -> 32.0, 1x14336x4096 (448 CTAs) 33.3 -> 46.1 / 0.999 -> 0.699,
+    // 64x8192x2048 10.6 -> 11.8.
+    if (fp8_operands(*tiny) ? ctas <= sms && (kdim <= 8192 || 2 * ctas > sms)
+                            : !few_long_k && (even_waves || m <= 64)) {
       return plan_for(*tiny, m, n, kdim, batch, sm_count);
     }
   }
@@ -494,8 +504,7 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   // Session 40, K >= 12288, CUTLASS split-K -> own split (eager): tensor 128x4096x14336 0.822 ->
   // 0.926, 128x8192x28672 0.894 -> 0.941, 256x4096x14336 0.970 -> 1.024; block 128x4096x14336
   // 1.026 -> 1.134, 256x4096x14336 0.939 -> 1.033.
-  const bool own_fp8 = own != nullptr && own->operands != Operands::kBF16 &&
-                       own->operands != Operands::kF16;
+  const bool own_fp8 = own != nullptr && fp8_operands(*own);
   if (own != nullptr && p.decomposition == Decomposition::kSplitK &&
       (own_fp8 || kdim >= 12288)) {
     const KernelSpec* k = own_block ? own_block_small : own_narrow;
