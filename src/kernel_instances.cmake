@@ -75,6 +75,16 @@ set(DEEPWELL_CUDA_SOURCES
   src/gemm/fp8_sm90_inst_e4m3_kk_f16_block_ws_128x192.cu
   src/gemm/fp8_sm90_inst_e4m3_kk_bf16_ws_128x160.cu
   src/gemm/fp8_sm90_inst_e4m3e5m2_kk_bf16_ws_128x160.cu
+  # gemm, sm_90a, deepwell's fp8 kernel for few rows of A (src/gemm/skinny_sm90.cuh); rows of the same table
+  src/gemm/skinny_sm90_inst_e4m3_kk_bf16_skinny.cu
+  src/gemm/skinny_sm90_inst_e4m3_kk_f16_skinny.cu
+  src/gemm/skinny_sm90_inst_e4m3_kk_f32_skinny.cu
+  src/gemm/skinny_sm90_inst_e4m3e5m2_kk_bf16_skinny.cu
+  src/gemm/skinny_sm90_inst_e4m3e5m2_kk_f16_skinny.cu
+  src/gemm/skinny_sm90_inst_e4m3e5m2_kk_f32_skinny.cu
+  src/gemm/skinny_sm90_inst_e4m3_kk_bf16_block_skinny.cu
+  src/gemm/skinny_sm90_inst_e4m3_kk_f16_block_skinny.cu
+  src/gemm/skinny_sm90_inst_e4m3_kk_f32_block_skinny.cu
 
   # quant: memory-bound quantization kernels, one file per kernel family (src/quant/*_sm90.cu)
   src/quant/quantize_sm90.cu
@@ -170,3 +180,5 @@ endfunction()
 _dw_group_instances(gemm "^src/gemm/gemm_inst_.*\\.cu$" 3 "-Xcompiler=-O1")
 _dw_group_instances(attention "^src/attention/fwd_sm90_inst_.*\\.cu$" 6 "")
 _dw_group_instances(fp8 "^src/gemm/fp8_sm90_inst_.*\\.cu$" 4 "")
+# The skinny kernels are plain CUDA (no CUTLASS): all nine rows compile in one unit.
+_dw_group_instances(skinny "^src/gemm/skinny_sm90_inst_.*\\.cu$" 9 "")

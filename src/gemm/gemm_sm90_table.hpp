@@ -32,6 +32,8 @@ enum class Schedule : int32_t {
   kPingpong,     // CUTLASS: each consumer warpgroup owns a tile
   kFp8Promoted,  // deepwell's fp8 main loop (fp8_sm90_kernel.cuh): 2 math warpgroups promoting
                  // every 128 of K without lockstep, persistent data-parallel grid (no split-K)
+  kSkinny,       // deepwell's fp8 kernel for few rows of A (skinny_sm90.cuh): weight rows on
+                 // mma.sync's M side, K split over the warps of a CTA; tile M = rows of A per CTA
 };
 
 struct KernelSpec {
@@ -98,7 +100,16 @@ constexpr bool fp8_operands(const KernelSpec& k) {
   X(e4m3_kk_bf16_block_ws_128x128, kE4M3, kBF16, true,   true,     kBlock,    128, 128, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3_kk_f16_block_ws_128x192, kE4M3, kF16, true,     true,     kBlock,    128, 192, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3_kk_bf16_ws_128x160, kE4M3,     kBF16, true,     true,     kTensorRow,128, 160, 128, 1, 1, kFp8Promoted, false)  \
-  X(e4m3e5m2_kk_bf16_ws_128x160, kE4M3xE5M2, kBF16, true, true,   kTensorRow,128, 160, 128, 1, 1, kFp8Promoted, false)
+  X(e4m3e5m2_kk_bf16_ws_128x160, kE4M3xE5M2, kBF16, true, true,   kTensorRow,128, 160, 128, 1, 1, kFp8Promoted, false) \
+  X(e4m3_kk_bf16_skinny,   kE4M3,       kBF16, true,     true,     kTensorRow, 16,  32, 128, 1, 1, kSkinny,      false) \
+  X(e4m3_kk_f16_skinny,    kE4M3,       kF16,  true,     true,     kTensorRow, 16,  32, 128, 1, 1, kSkinny,      false) \
+  X(e4m3_kk_f32_skinny,    kE4M3,       kF32,  true,     true,     kTensorRow, 16,  32, 128, 1, 1, kSkinny,      false) \
+  X(e4m3e5m2_kk_bf16_skinny, kE4M3xE5M2, kBF16, true,    true,     kTensorRow, 16,  32, 128, 1, 1, kSkinny,      false) \
+  X(e4m3e5m2_kk_f16_skinny, kE4M3xE5M2, kF16,  true,     true,     kTensorRow, 16,  32, 128, 1, 1, kSkinny,      false) \
+  X(e4m3e5m2_kk_f32_skinny, kE4M3xE5M2, kF32,  true,     true,     kTensorRow, 16,  32, 128, 1, 1, kSkinny,      false) \
+  X(e4m3_kk_bf16_block_skinny, kE4M3,   kBF16, true,     true,     kBlock,     16,  32, 128, 1, 1, kSkinny,      false) \
+  X(e4m3_kk_f16_block_skinny, kE4M3,    kF16,  true,     true,     kBlock,     16,  32, 128, 1, 1, kSkinny,      false) \
+  X(e4m3_kk_f32_block_skinny, kE4M3,    kF32,  true,     true,     kBlock,     16,  32, 128, 1, 1, kSkinny,      false)
 // clang-format on
 
 #define DW_SM90_DECLARE_KERNEL(name, ...) \
@@ -125,6 +136,7 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 // Within a problem's group (operands, out, layouts, scaling) the kernel is chosen by shape, from
 // the measured sweep in docs/perf-notes.md ("GEMM", H200):
 //
+//   fp8 with M <= 16 (one m-block) -> the skinny kernel (Schedule::kSkinny), data-parallel
 //   M <= 256 and a ping-pong 64xN kernel exists (2x1 clusters; of several, the one with the
 //       fewest waves x N), its CTAs fill the SMs in one wave (or two, the second >= 75 % full, at
 //       K <= 8192) or M <= 64, and not (at most half the SMs busy and K >= 8192); fp8 (e4m3 x
@@ -284,8 +296,11 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   const KernelSpec* own_narrow = nullptr;  // a narrower tile of it, for ragged last waves
   const KernelSpec* own_block_small = nullptr;  // block scaling: its 128x128 tile
   const KernelSpec* largest = nullptr;
+  const KernelSpec* skinny = nullptr;  // fp8 for few rows of A (mma.sync, swap-AB)
   for (size_t i = 0; i < count; ++i) {
-    if (cands[i]->schedule == Schedule::kFp8Promoted) {
+    if (cands[i]->schedule == Schedule::kSkinny) {
+      if (skinny == nullptr) skinny = cands[i];
+    } else if (cands[i]->schedule == Schedule::kFp8Promoted) {
       if (own == nullptr) {
         own = cands[i];  // the first of the table's rows
       } else if (own->scaling == Scaling::kBlock) {
@@ -298,6 +313,19 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     } else if (largest == nullptr) {
       largest = cands[i];
     }
+  }
+  // At most one m-block of rows of A (M <= 16): the skinny kernel, which streams the weight
+  // through the SMs with K split over its warps instead of running 64- or 128-row MMAs that are
+  // mostly padding, one k-block at a time. H100, session 42, CUDA-graph us per call, weights from
+  // DRAM, e4m3 -> bf16 tensor scaling, the plan before (64x64 ping-pong or own 128x160) ->
+  // skinny: 1x4096x4096 15.0 -> 9.6, 1x6144x4096 19.7 -> 12.0, 1x4096x14336 38.3 -> 28.5,
+  // 1x1024x8192 18.0 -> 9.1, 1x28672x4096 56.1 -> 52.4, 16x4096x4096 12.7 -> 10.4,
+  // 16x4096x14336 33.7 -> 27.5; block: 8x4096x14336 48.8 -> 29.6 (own 128x128 split 4: 34.7).
+  // The one loss measured: 16x57344x8192 (470 MB of weight) 186.6 on the own 128x160, 196.8.
+  // At M = 32 it reads the weight twice and loses everywhere (32x4096x4096 19.8 against 13.1).
+  // (Its grid runs batches along z: at most 65535.)
+  if (skinny != nullptr && m <= skinny->tile_m && batch <= 65535) {
+    return plan_for(*skinny, m, n, kdim, batch, sm_count);
   }
   const int64_t sms = sm_count > 0 ? sm_count : 132;
   // The own kernel's tile: the narrower one only where it needs at least 8 % fewer wave-columns
@@ -331,7 +359,7 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   };
   for (size_t i = 0; i < count; ++i) {
     const KernelSpec* k = cands[i];
-    if (k->schedule == Schedule::kFp8Promoted) continue;
+    if (k->schedule == Schedule::kFp8Promoted || k->schedule == Schedule::kSkinny) continue;
     if (int64_t{k->tile_m} * k->tile_n > int64_t{largest->tile_m} * largest->tile_n ||
         (int64_t{k->tile_m} * k->tile_n == int64_t{largest->tile_m} * largest->tile_n &&
          k->schedule == Schedule::kCooperative && largest->schedule != Schedule::kCooperative)) {

@@ -424,6 +424,42 @@ TEST(GemmPlan, Fp8SmallMUsesThe64RowTileInOneWave) {
   EXPECT_EQ(pick(32, 4096, 14336).kernel, &tiny);  // 128 CTAs
 }
 
+// fp8 with at most 16 rows of A (one m-block of the skinny kernel): the skinny kernel, in every
+// fp8 group that has one (tensor / row and block scaling alike), whatever N, K and batch; 17 rows
+// and more go to the tile rules.
+TEST(GemmPlan, Fp8SkinnyKernelUpTo16Rows) {
+  constexpr KernelSpec cutlass = fp8_spec("fp8 cutlass", 128, Schedule::kCooperative, true);
+  constexpr KernelSpec wide = fp8_spec("own 128x192", 192, Schedule::kFp8Promoted, false);
+  constexpr KernelSpec narrow = fp8_spec("own 128x160", 160, Schedule::kFp8Promoted, false);
+  KernelSpec t = fp8_spec("pp_64x64", 64, Schedule::kPingpong, false);
+  t.tile_m = 64;
+  t.cluster_m = 2;
+  const KernelSpec tiny = t;
+  KernelSpec sk = fp8_spec("skinny", 32, Schedule::kSkinny, false);
+  sk.tile_m = 16;
+  const KernelSpec skinny = sk;
+  const KernelSpec* group[] = {&cutlass, &wide, &narrow, &tiny, &skinny};
+  for (auto [m, n, k] : {std::array<int64_t, 3>{1, 4096, 4096}, {16, 4096, 4096},
+                         {8, 57344, 8192}, {1, 7, 1}, {16, 1024, 65536}, {3, 28672, 4096}}) {
+    const Plan p = choose_plan(group, 5, m, n, k, 1, kSms);
+    EXPECT_EQ(p.kernel, &skinny) << m << "x" << n << "x" << k;
+    EXPECT_EQ(p.decomposition, Decomposition::kDataParallel) << m << "x" << n << "x" << k;
+  }
+  EXPECT_EQ(choose_plan(group, 5, 4, 4096, 4096, 8, kSms).kernel, &skinny);  // batched
+  EXPECT_NE(choose_plan(group, 5, 4, 64, 64, 65536, kSms).kernel, &skinny);  // grid z: 65535
+  EXPECT_EQ(choose_plan(group, 5, 17, 4096, 4096, 1, kSms).kernel, &tiny);
+  EXPECT_EQ(choose_plan(group, 5, 17, 8192, 8192, 1, kSms).kernel, &narrow);
+  // without a skinny row the tile rules as before
+  EXPECT_EQ(choose_plan(group, 4, 1, 4096, 4096, 1, kSms).kernel, &tiny);
+  // block scaling (own 128x192 / 128x128 and CUTLASS 128x128 besides)
+  KernelSpec bsk = sk;
+  bsk.scaling = Scaling::kBlock;
+  const KernelSpec block_skinny = bsk;
+  const KernelSpec* block[] = {&kBlockCutlass, &kBlockOwn, &kBlockOwn128, &block_skinny};
+  EXPECT_EQ(choose_plan(block, 4, 16, 4096, 14336, 1, kSms).kernel, &block_skinny);
+  EXPECT_EQ(choose_plan(block, 4, 17, 4096, 14336, 1, kSms).kernel, &kBlockOwn128);
+}
+
 TEST(GemmPlan, OwnNarrowTileWhereCutlassWouldSplitK) {
   constexpr KernelSpec cutlass = fp8_spec("fp8 cutlass", 128, Schedule::kCooperative, true);
   constexpr KernelSpec wide = fp8_spec("own 128x192", 192, Schedule::kFp8Promoted, false);

@@ -457,10 +457,11 @@ def decoded(a, b, sa, sb, granularity):
 # CUTLASS's 64x64 ping-pong tile at these shapes but (100, 1000, 12800) (32 CTAs, a long K); that
 # one, block scaling and e5m2 weights the own kernel's narrow tile: split at (100, 1000, 12800),
 # (256, 384, 8192) and (33, 2000, 5000), whole at (64, 1096, 2100) and (1, 7, 1024);
-# (7, 1000, 304) is too short for a split anywhere
+# (7, 1000, 304) is too short for a split anywhere; M <= 16 ((7, 1000, 304), (1, 7, 1024),
+# (13, 4104, 1000), (16, 2056, 4100): K not a multiple of 16) runs the skinny kernel
 @pytest.mark.parametrize("m,n,k", [(256, 384, 8192), (7, 1000, 304), (4097, 136, 512),
                                    (1, 7, 1024), (100, 1000, 12800), (33, 2000, 5000),
-                                   (64, 1096, 2100)])
+                                   (64, 1096, 2100), (13, 4104, 1000), (16, 2056, 4100)])
 def test_fp8(granularity, b_dtype, m, n, k):
     if granularity == "block" and b_dtype == E5M2:
         a = fp8((m, k), E4M3)
@@ -742,6 +743,16 @@ print("ok")
     ("e4m3_kk_bf16_block_ws_128x192,dp", "block", "bfloat16", "float8_e4m3fn"),
     ("e4m3_kk_bf16_block_ws_128x128,dp", "block", "bfloat16", "float8_e4m3fn"),
     ("e4m3_kk_f16_block_ws_128x192,dp", "block", "float16", "float8_e4m3fn"),
+    # the skinny kernels (built for M <= 16; larger M runs m-blocks of 16 rows along the grid)
+    ("e4m3_kk_bf16_skinny,dp", "tensor,row", "bfloat16", "float8_e4m3fn"),
+    ("e4m3_kk_f16_skinny,dp", "tensor,row", "float16", "float8_e4m3fn"),
+    ("e4m3_kk_f32_skinny,dp", "tensor,row", "float32", "float8_e4m3fn"),
+    ("e4m3e5m2_kk_bf16_skinny,dp", "tensor,row", "bfloat16", "float8_e5m2"),
+    ("e4m3e5m2_kk_f16_skinny,dp", "tensor,row", "float16", "float8_e5m2"),
+    ("e4m3e5m2_kk_f32_skinny,dp", "tensor,row", "float32", "float8_e5m2"),
+    ("e4m3_kk_bf16_block_skinny,dp", "block", "bfloat16", "float8_e4m3fn"),
+    ("e4m3_kk_f16_block_skinny,dp", "block", "float16", "float8_e4m3fn"),
+    ("e4m3_kk_f32_block_skinny,dp", "block", "float32", "float8_e4m3fn"),
     # the own kernels' split tail (uneven k-block shares, K not a multiple of 128, one round of
     # tiles or a tail past whole rounds)
     ("e4m3_kk_bf16_ws_128x192,tail,8", "tensor,row", "bfloat16", "float8_e4m3fn"),
@@ -768,7 +779,10 @@ def test_every_fp8_kernel_forced(force, grans, out, wdt):
     ("e4m3_kk_bf16_pp_64x64,dp", "row", torch.float8_e4m3fn),
     ("e4m3e5m2_kk_bf16_ws_128x192,dp", "tensor", torch.float8_e5m2),
     ("e4m3_kk_bf16_block_ws_128x192,dp", "block", torch.float8_e4m3fn),
-    ("e4m3_kk_bf16_block_ws_128x128,dp", "block", torch.float8_e4m3fn)])
+    ("e4m3_kk_bf16_block_ws_128x128,dp", "block", torch.float8_e4m3fn),
+    ("e4m3_kk_bf16_skinny,dp", "tensor", torch.float8_e4m3fn),
+    ("e4m3e5m2_kk_bf16_skinny,dp", "row", torch.float8_e5m2),
+    ("e4m3_kk_bf16_block_skinny,dp", "block", torch.float8_e4m3fn)])
 def test_fp8_own_kernel_promotion_accuracy(spec, gran, wdt):
     """The own fp8 kernels promote the tensor cores' reduced-precision sums to fp32 every 128 of K.
     All-positive operands (no cancellation) at K = 16384 show the interval: per 128 the error is
@@ -795,6 +809,28 @@ def test_fp8_own_kernel_promotion_accuracy(spec, gran, wdt):
     finally:
         _C.set_gemm_plan_override("")
     assert rel_l2(out, ref) <= 1.1 * rounding, (rel_l2(out, ref), rounding)
+
+
+@pytest.mark.parametrize("granularity", ["tensor", "block"])
+def test_fp8_skinny_is_deterministic_and_reads_no_byte_past_k(granularity):
+    """The skinny kernel (M <= 16) adds its warps' partial sums in a fixed order: the same bits on
+    every run. A contiguous one-row A whose K is not a multiple of 16 ends mid 16-byte piece: the
+    kernel reads that piece byte by byte (compute-sanitizer would flag a 16-byte read past it)."""
+    m, n, k = 1, 3000, 5000
+    a = torch.randn(m, k, device=DEV).to(E4M3)  # 5000 bytes, nothing after them
+    b = fp8((k, n), E4M3, k_major_b=True)
+    sa, sb = scales_for(granularity, m, n, k)
+    if granularity == "block":
+        sa = sa.t().contiguous().t()
+    outs = []
+    for _ in range(3):
+        out = nan_out((m, n), torch.bfloat16)
+        deepwell.gemm_fp8(a, b, sa, sb, granularity=granularity, out=out)
+        outs.append(out)
+    assert torch.isfinite(outs[0]).all()
+    assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[2])
+    ad, bd = decoded(a, b, sa, sb, granularity)
+    assert rel_l2(outs[0], ad @ bd) <= 1e-2
 
 
 @pytest.mark.parametrize("spec,gran", [("e4m3_kk_bf16_block_ws_128x192", "block"),
