@@ -21,7 +21,7 @@
 //           every run), then the epilogue of every deepwell GEMM on 512 outputs (2 per thread)
 //
 // No shared-memory staging, TMA or wgmma: every operand byte goes from global memory to the
-// registers that feed the mma (16-byte loads, the weight's streaming, L1 bypassed). mma.sync
+// registers that feed the mma (16-byte loads; the weight's evict-first, read once). mma.sync
 // wants, per thread, 4 consecutive k of a row for each of two k-quads 16 apart; the loads want 16
 // contiguous bytes. Any permutation of k applied to both operands leaves the dot products
 // unchanged, so each 128-byte k-block is read as: thread t (lane % 4) of a row loads bytes
