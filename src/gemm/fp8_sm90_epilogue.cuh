@@ -18,6 +18,7 @@
 
 #include "gemm/fp8_sm90_ptx.cuh"
 #include "gemm/fp8_sm90_scheduler.cuh"
+#include "gemm/sm90_launch.hpp"
 
 namespace deepwell::matmul::sm90::fp8 {
 
@@ -115,6 +116,28 @@ struct EpilogueArgs {
   float alpha, beta, gamma;
   int32_t m, n;
 };
+
+// The epilogue operands of launch `l` (host side; `alpha` without the tensor scales, which the
+// kernels read from device memory). No source: beta = gamma = 0.
+inline EpilogueArgs epilogue_args(const Launch& l) {
+  EpilogueArgs e{};
+  e.d = l.d;
+  e.ldd = l.ldd;
+  e.batch_d = l.batch_d;
+  e.s = l.s;
+  e.lds = l.lds;
+  e.batch_s = l.batch_s;
+  e.bias_n = l.bias_n;
+  e.bias_m = l.bias_m;
+  e.scale_m = l.scale_m;
+  e.scale_n = l.scale_n;
+  e.alpha = l.alpha;
+  e.beta = l.s ? l.beta : 0.0f;
+  e.gamma = l.s ? l.gamma : 0.0f;
+  e.m = l.m;
+  e.n = l.n;
+  return e;
+}
 
 __device__ __forceinline__ void warpgroup_barrier(int id) {
   asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");

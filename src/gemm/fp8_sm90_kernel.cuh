@@ -458,22 +458,7 @@ struct Fp8Launcher {
     p.scale_a_tensor = l.scale_a_tensor;
     p.scale_b_tensor = l.scale_b_tensor;
     p.activation = l.activation;
-    EpilogueArgs& e = p.epi;
-    e.d = l.d;
-    e.ldd = l.ldd;
-    e.batch_d = l.batch_d;
-    e.s = l.s;
-    e.lds = l.lds;
-    e.batch_s = l.batch_s;
-    e.bias_n = l.bias_n;
-    e.bias_m = l.bias_m;
-    e.scale_m = l.scale_m;
-    e.scale_n = l.scale_n;
-    e.alpha = l.alpha;
-    e.beta = l.s ? l.beta : 0.0f;
-    e.gamma = l.s ? l.gamma : 0.0f;
-    e.m = l.m;
-    e.n = l.n;
+    p.epi = epilogue_args(l);
 
     // Cluster tiles (kClusterM m-blocks x 1 n-block) over all batches.
     const int64_t tiles = int64_t{(p.m_blocks + K::kClusterM - 1) / K::kClusterM} * p.n_blocks *

@@ -50,6 +50,7 @@
 namespace deepwell::matmul::sm90::skinny {
 
 using fp8::activate;
+using fp8::epilogue_args;
 using fp8::EpilogueArgs;
 using fp8::OutBf16;
 using fp8::OutF16;
@@ -222,15 +223,18 @@ __global__ void __launch_bounds__(kThreads, kPrefetch ? 1 : 2)
   }
   const float* sfb_row = kBlock ? p.sfb + int64_t{min(n0, p.n - 1) / 128} * p.sfb_ld : nullptr;
 
+  // (m16 tile, n8 tile, mma C register)
+  auto zero = [](float (&x)[2][kNTiles][4]) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < kNTiles; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) x[i][j][r] = 0.0f;
+  };
   float acc[2][kNTiles][4];
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int j = 0; j < kNTiles; ++j)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+  zero(acc);
 
-  // One k-block: loads, 4 mma steps per tile pair into a temporary, promotion.
   // One k-block's operand bytes for this thread: weight rows g + 8 i, rows of A g + 8 j, two
   // 16-byte halves each.
   struct Frag {
@@ -266,14 +270,7 @@ __global__ void __launch_bounds__(kThreads, kPrefetch ? 1 : 2)
   auto compute = [&](const Frag& f, int32_t kb) {
     float part[2][kNTiles][4];
     float (&sum)[2][kNTiles][4] = kBlock ? part : acc;
-    if constexpr (kBlock) {
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int j = 0; j < kNTiles; ++j)
-#pragma unroll
-          for (int r = 0; r < 4; ++r) part[i][j][r] = 0.0f;
-    }
+    if constexpr (kBlock) zero(part);
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
       const int h = s >> 1, q = 2 * (s & 1);
@@ -429,22 +426,7 @@ struct SkinnyLauncher {
     p.scale_a_tensor = l.scale_a_tensor;
     p.scale_b_tensor = l.scale_b_tensor;
     p.activation = l.activation;
-    EpilogueArgs& e = p.epi;
-    e.d = l.d;
-    e.ldd = l.ldd;
-    e.batch_d = l.batch_d;
-    e.s = l.s;
-    e.lds = l.lds;
-    e.batch_s = l.batch_s;
-    e.bias_n = l.bias_n;
-    e.bias_m = l.bias_m;
-    e.scale_m = l.scale_m;
-    e.scale_n = l.scale_n;
-    e.alpha = l.alpha;
-    e.beta = l.s ? l.beta : 0.0f;
-    e.gamma = l.s ? l.gamma : 0.0f;
-    e.m = l.m;
-    e.n = l.n;
+    p.epi = epilogue_args(l);
     // 8-row m-blocks where A has at most 8 rows (half the mma work and registers), else 16
     const cudaError_t err = l.m <= 8 ? run<1>(p, l, sms) : run<2>(p, l, sms);
     if (err != cudaSuccess) {

@@ -389,6 +389,14 @@ constexpr KernelSpec fp8_spec(const char* name, int tn, Schedule sched, bool sk)
   return k;
 }
 
+// CUTLASS's fp8 64x64 ping-pong row (2x1 clusters)
+constexpr KernelSpec fp8_pingpong_64x64() {
+  KernelSpec t = fp8_spec("pp_64x64", 64, Schedule::kPingpong, false);
+  t.tile_m = 64;
+  t.cluster_m = 2;
+  return t;
+}
+
 // fp8 with a 64-row ping-pong tile (e4m3 x e4m3, tensor / row scaling): that tile wherever its
 // CTAs (2x1 clusters) fit one wave, past K = 8192 only if they fill more than half of it; two
 // waves, ragged or not, M > 256 and few CTAs with a long K go to the own kernel's rules.
@@ -396,10 +404,7 @@ TEST(GemmPlan, Fp8SmallMUsesThe64RowTileInOneWave) {
   constexpr KernelSpec cutlass = fp8_spec("fp8 cutlass", 128, Schedule::kCooperative, true);
   constexpr KernelSpec wide = fp8_spec("own 128x192", 192, Schedule::kFp8Promoted, false);
   constexpr KernelSpec narrow = fp8_spec("own 128x160", 160, Schedule::kFp8Promoted, false);
-  KernelSpec t = fp8_spec("pp_64x64", 64, Schedule::kPingpong, false);
-  t.tile_m = 64;
-  t.cluster_m = 2;
-  const KernelSpec tiny = t;
+  constexpr KernelSpec tiny = fp8_pingpong_64x64();
   const KernelSpec* group[] = {&cutlass, &wide, &narrow, &tiny};
   auto pick = [&](int64_t m, int64_t n, int64_t k) {
     return choose_plan(group, 4, m, n, k, 1, kSms);
@@ -431,10 +436,7 @@ TEST(GemmPlan, Fp8SkinnyKernelUpTo16Rows) {
   constexpr KernelSpec cutlass = fp8_spec("fp8 cutlass", 128, Schedule::kCooperative, true);
   constexpr KernelSpec wide = fp8_spec("own 128x192", 192, Schedule::kFp8Promoted, false);
   constexpr KernelSpec narrow = fp8_spec("own 128x160", 160, Schedule::kFp8Promoted, false);
-  KernelSpec t = fp8_spec("pp_64x64", 64, Schedule::kPingpong, false);
-  t.tile_m = 64;
-  t.cluster_m = 2;
-  const KernelSpec tiny = t;
+  constexpr KernelSpec tiny = fp8_pingpong_64x64();
   KernelSpec sk = fp8_spec("skinny", 32, Schedule::kSkinny, false);
   sk.tile_m = 16;
   const KernelSpec skinny = sk;
