@@ -49,7 +49,9 @@ struct OutBf16 {
   using T = __nv_bfloat16;
   using T2 = __nv_bfloat162;
   static constexpr bool kIsF16 = false;
+  static constexpr DType kDType = DType::kBF16;
   static __device__ __forceinline__ float to_float(T x) { return __bfloat162float(x); }
+  static __device__ __forceinline__ T from_float(float x) { return __float2bfloat16_rn(x); }
   static __device__ __forceinline__ float2 to_float2(T2 x) { return __bfloat1622float2(x); }
   static __device__ __forceinline__ T2 pack(float a, float b) { return __floats2bfloat162_rn(a, b); }
 };
@@ -58,7 +60,9 @@ struct OutF16 {
   using T = __half;
   using T2 = __half2;
   static constexpr bool kIsF16 = true;
+  static constexpr DType kDType = DType::kF16;
   static __device__ __forceinline__ float to_float(T x) { return __half2float(x); }
+  static __device__ __forceinline__ T from_float(float x) { return __float2half_rn(x); }
   static __device__ __forceinline__ float2 to_float2(T2 x) { return __half22float2(x); }
   static __device__ __forceinline__ T2 pack(float a, float b) { return __floats2half2_rn(a, b); }
 };

@@ -61,19 +61,6 @@ struct OutF32 {
   static __device__ __forceinline__ float to_float(T x) { return x; }
   static __device__ __forceinline__ T from_float(float x) { return x; }
 };
-template <class O>
-struct Out16 : O {
-  static constexpr DType kDType = O::kIsF16 ? DType::kF16 : DType::kBF16;
-  static __device__ __forceinline__ typename O::T from_float(float x) {
-    if constexpr (O::kIsF16) {
-      return __float2half_rn(x);
-    } else {
-      return __float2bfloat16_rn(x);
-    }
-  }
-};
-using OutBf16T = Out16<OutBf16>;
-using OutF16T = Out16<OutF16>;
 
 constexpr int kWarps = 8, kThreads = 32 * kWarps;
 constexpr int kStripRows = 32;  // weight rows per CTA: two m16 tiles per warp
