@@ -62,9 +62,10 @@ enum class Fp8Scaling : int32_t {
   kTensor = 0,  // scale_a (1), scale_b (1); 0-D views are accepted too
   kRow = 1,     // scale_a (M) or (M, 1): per row of A; scale_b (N) or (1, N): per column of B
   // DeepSeek-style blocks: scale_a (M, ceil(K/128)), one per row and 128 consecutive K;
-  // scale_b (ceil(N/128), ceil(K/128)), one per 128x128 block of B. Any strides; the CUDA kernel
-  // reads scale_a with unit stride along M (columns padded to a multiple of 4 elements) and
-  // scale_b with unit stride along K, and copies other layouts into the workspace first.
+  // scale_b (ceil(N/128), ceil(K/128)), one per 128x128 block of B. Any strides; the CUDA kernels
+  // read scale_a with unit stride along M (columns padded to a multiple of 4 elements) and
+  // scale_b with unit stride along K, and copy other layouts into the workspace first (at
+  // M <= 16 scale_a is read in place with any strides).
   kBlock = 2,
   // MXFP8: ue8m0 scales, one per 32 consecutive K: scale_a (M, ceil(K/32)), scale_b (N, ceil(K/32))
   // (any strides, not swizzled). CUDA: emulated, see gemm_fp8.

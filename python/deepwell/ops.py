@@ -226,7 +226,8 @@ def gemm_fp8(a, b, scale_a, scale_b, *, granularity: str = "tensor", bias=None, 
       "row":    scale_a (M) or (M, 1), scale_b (N) or (1, N)
       "block":  scale_a (M, ceil(K/128)) per 1x128 block, scale_b (ceil(N/128), ceil(K/128)) per
                 128x128 block (any strides; on CUDA scale_a is read M-major and scale_b K-major,
-                other layouts are copied in the workspace first)
+                other layouts are copied in the workspace first; at M <= 16 scale_a is read
+                in place)
       "mx":     ue8m0 (float8_e8m0fnu or uint8) scale_a (M, ceil(K/32)), scale_b (N, ceil(K/32))
     out_dtype: bfloat16 (default), float16 or float32; bias, c and residual have the output dtype
     on CUDA. CUDA runs tensor / row / block scaling on the fp8 tensor cores (any of the three

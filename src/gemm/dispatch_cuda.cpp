@@ -128,6 +128,11 @@ struct Call {
   int64_t a_batch = 0, b_batch = 0, d_batch = 0, s_batch = 0;  // per-launch pointer steps (bytes)
   // index into `copies` whose destination replaces the operand, or -1
   int a_copy = -1, b_copy = -1, sfa_copy = -1, sfb_copy = -1;
+  // Block scaling: the copy of scale_a that the TMA-fed kernels need (M % 4 != 0, or other
+  // strides) but the skinny kernel, which reads the caller's scales with ordinary loads, does not.
+  // Added by plan() once the kernel is known; until then launch.sfa points at the caller's scales.
+  bool sfa_copy_pending = false;
+  sm90::Transpose sfa_transpose;
   bool post_residual = false;
   sm90::AddInPlace residual_pass;
   Plan plan;
@@ -470,11 +475,15 @@ Status prepare(const Problem& p, const Fp8Problem* f, Call* call) {
       case Fp8Scaling::kBlock: {
         const int64_t kb = (p.k + 127) / 128, nb = (p.n + 127) / 128;
         // A scales: (M, kb), unit stride along M, 16-byte aligned columns (TMA reads columns of
-        // M rounded up to 4, so a caller's buffer is used in place only when M % 4 == 0).
+        // M rounded up to 4, so a caller's buffer is used in place only when M % 4 == 0); other
+        // layouts are copied, unless plan() picks the skinny kernel.
         const Matrix& sa = f->scale_a;
         const bool sa_ok = p.m % 4 == 0 && sa.row_stride == 1 &&
                            (kb == 1 || (sa.col_stride % 4 == 0 && sa.col_stride >= p.m)) &&
                            reinterpret_cast<uintptr_t>(sa.data) % 16 == 0;
+        // The skinny kernel reads them in place with any strides (ordinary 4-byte loads).
+        const bool sa_in_place = sa.row_stride >= 0 && sa.col_stride >= 0 &&
+                                 reinterpret_cast<uintptr_t>(sa.data) % 4 == 0;
         if (sa_ok) {
           l.sfa = static_cast<const float*>(sa.data);
           l.sfa_ld = kb == 1 ? round_up(p.m, 4) : sa.col_stride;
@@ -487,8 +496,16 @@ Status prepare(const Problem& p, const Fp8Problem* f, Call* call) {
           t.src_row_stride = sa.row_stride;
           t.src_col_stride = sa.col_stride;
           t.dst_ld = round_up(p.m, 4);
-          call->sfa_copy = static_cast<int>(add_copy(call, t, 1));
-          l.sfa_ld = t.dst_ld;
+          if (sa_in_place) {
+            call->sfa_copy_pending = true;
+            call->sfa_transpose = t;
+            l.sfa = static_cast<const float*>(sa.data);
+            l.sfa_ld = kb == 1 ? 0 : sa.col_stride;
+            l.sfa_rs = p.m == 1 ? 0 : sa.row_stride;
+          } else {
+            call->sfa_copy = static_cast<int>(add_copy(call, t, 1));
+            l.sfa_ld = t.dst_ld;
+          }
         }
         // B scales: (nb, kb), unit stride along K.
         const Matrix& sb = f->scale_b;
@@ -509,7 +526,7 @@ Status prepare(const Problem& p, const Fp8Problem* f, Call* call) {
           call->sfb_copy = static_cast<int>(add_copy(call, t, 1));
           l.sfb_ld = t.dst_ld;
         }
-        if (l.sfa_ld > kMaxInt32 || l.sfb_ld > kMaxInt32) {
+        if ((!call->sfa_copy_pending && l.sfa_ld > kMaxInt32) || l.sfb_ld > kMaxInt32) {
           return arg_error(op, "scale_a", "scale strides below 2^31 on CUDA", "larger strides",
                            StatusCode::kNotSupported);
         }
@@ -581,6 +598,15 @@ Status plan(Call* call, int sm_count, size_t workspace_size, size_t* needed) {
     l.swizzle = q.swizzle;
   };
   apply(p);
+  if (call->sfa_copy_pending) {
+    call->sfa_copy_pending = false;
+    if (p.kernel->schedule != sm90::Schedule::kSkinny) {
+      call->sfa_copy = static_cast<int>(add_copy(call, call->sfa_transpose, 1));
+      l.sfa = nullptr;  // the copy's destination, set by run()
+      l.sfa_ld = call->sfa_transpose.dst_ld;
+      l.sfa_rs = 1;
+    }
+  }
   size_t kw = p.kernel->workspace(l);
   *needed = call->copies_bytes + kw;
   if (call->copies_bytes + kw > workspace_size && p.decomposition != Decomposition::kDataParallel) {

@@ -72,10 +72,10 @@ struct Params {
   int64_t lda, ldb, batch_a, batch_b;
   int32_t m, n, k;
   int32_t k_blocks;
-  // block scaling: sfa (M, K blocks) unit stride along M; sfb (N blocks, K blocks) unit stride
-  // along K
+  // block scaling: sfa (M, K blocks), strides sfa_rs along M and sfa_ld along K (the caller's
+  // scales, read in place); sfb (N blocks, K blocks) unit stride along K
   const float* sfa;
-  int64_t sfa_ld;
+  int64_t sfa_ld, sfa_rs;
   const float* sfb;
   int64_t sfb_ld;
   const float* scale_a_tensor;  // null = 1
@@ -276,8 +276,9 @@ __global__ void __launch_bounds__(kThreads, kPrefetch ? 1 : 2)
       const float sb = __ldg(sfb_row + kb);
 #pragma unroll
       for (int j = 0; j < kNTiles; ++j) {
-        const float s0 = sb * __ldg(p.sfa + kb * p.sfa_ld + sm_rows[j][0]);
-        const float s1 = sb * __ldg(p.sfa + kb * p.sfa_ld + sm_rows[j][1]);
+        const float* sfa_kb = p.sfa + kb * p.sfa_ld;
+        const float s0 = sb * __ldg(sfa_kb + sm_rows[j][0] * p.sfa_rs);
+        const float s1 = sb * __ldg(sfa_kb + sm_rows[j][1] * p.sfa_rs);
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
           acc[i][j][0] += part[i][j][0] * s0;
@@ -408,6 +409,7 @@ struct SkinnyLauncher {
     p.k_blocks = (l.k + kBlockK - 1) / kBlockK;
     p.sfa = l.sfa;
     p.sfa_ld = l.sfa_ld;
+    p.sfa_rs = l.sfa_rs;
     p.sfb = l.sfb;
     p.sfb_ld = l.sfb_ld;
     p.scale_a_tensor = l.scale_a_tensor;

@@ -53,6 +53,7 @@ struct Launch {
   const float* scale_n = nullptr;         // (N), one per column of B
   const float* sfa = nullptr;  // blockwise: (M, ceil(K/128)), unit stride along M, K-block stride sfa_ld
   int64_t sfa_ld = 0;
+  int64_t sfa_rs = 1;  // sfa's stride along M: 1, except for the skinny kernel (any stride)
   const float* sfb = nullptr;  // blockwise: (ceil(N/128), ceil(K/128)), unit stride along K, row stride sfb_ld
   int64_t sfb_ld = 0;
 
