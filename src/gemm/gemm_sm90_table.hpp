@@ -86,6 +86,7 @@ constexpr bool fp8_operands(const KernelSpec& k) {
   X(e4m3_kk_bf16_128x128,  kE4M3,       kBF16, true,     true,     kTensorRow,128, 128, 128, 1, 2, kCooperative, true)  \
   X(e4m3e5m2_kk_bf16_128x128, kE4M3xE5M2, kBF16, true,   true,     kTensorRow,128, 128, 128, 1, 2, kCooperative, true)  \
   X(e4m3_kk_bf16_pp_64x64, kE4M3,       kBF16, true,     true,     kTensorRow, 64,  64, 128, 2, 1, kPingpong,    false) \
+  X(e4m3_kk_bf16_pp_64x64_n4, kE4M3,    kBF16, true,     true,     kTensorRow, 64,  64, 128, 1, 4, kPingpong,    false) \
   X(e4m3_kk_bf16_block_128x128, kE4M3,  kBF16, true,     true,     kBlock,    128, 128, 128, 1, 2, kCooperative, true)  \
   X(e4m3_kk_f32_128x128,   kE4M3,       kF32,  true,     true,     kTensorRow,128, 128, 128, 1, 2, kCooperative, true)  \
   X(e4m3_kk_f32_block_128x128, kE4M3,   kF32,  true,     true,     kBlock,    128, 128, 128, 1, 2, kCooperative, true)  \
@@ -137,6 +138,9 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 // the measured sweep in docs/perf-notes.md ("GEMM", H200):
 //
 //   fp8 with M <= 16 (one m-block) -> the skinny kernel (Schedule::kSkinny), data-parallel
+//   fp8 with M <= 64 (one 64-row tile) and a ping-pong 64x64 kernel in 1x4 clusters: that one
+//       where its clusters fit one wave or fill their last one at least half (past K = 8192 only
+//       with CTAs on at least a quarter of the SMs)
 //   M <= 256 and a ping-pong 64xN kernel exists (2x1 clusters; of several, the one with the
 //       fewest waves x N), its CTAs fill the SMs in one wave (or two, the second >= 75 % full, at
 //       K <= 8192) or M <= 64, and not (at most half the SMs busy and K >= 8192); fp8 (e4m3 x
@@ -349,6 +353,7 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   const KernelSpec* pingpong = nullptr;  // ping-pong 128x128
   const KernelSpec* narrow = nullptr;    // cooperative 128x64 with the stream-K scheduler
   const KernelSpec* tiny = nullptr;      // ping-pong 64xN in 2x1 clusters (N = 64, 96, 160)
+  const KernelSpec* tiny_n4 = nullptr;   // ping-pong 64x64 in 1x4 clusters (fp8: A multicast)
   // CTAs of a 64-row tile in 2x1 clusters (M tiles padded to pairs), and its wave-columns
   // (waves x tile width: the grid's time for a fixed tile height and K)
   auto tiny_ctas = [&](const KernelSpec& k) {
@@ -360,6 +365,10 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   for (size_t i = 0; i < count; ++i) {
     const KernelSpec* k = cands[i];
     if (k->schedule == Schedule::kFp8Promoted || k->schedule == Schedule::kSkinny) continue;
+    if (k->tile_m == 64 && k->schedule == Schedule::kPingpong && k->cluster_n == 4) {
+      tiny_n4 = k;
+      continue;
+    }
     if (int64_t{k->tile_m} * k->tile_n > int64_t{largest->tile_m} * largest->tile_n ||
         (int64_t{k->tile_m} * k->tile_n == int64_t{largest->tile_m} * largest->tile_n &&
          k->schedule == Schedule::kCooperative && largest->schedule != Schedule::kCooperative)) {
@@ -376,6 +385,32 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
         (tiny == nullptr || tiny_wave_columns(*k) < tiny_wave_columns(*tiny) ||
          (tiny_wave_columns(*k) == tiny_wave_columns(*tiny) && k->tile_n < tiny->tile_n))) {
       tiny = k;
+    }
+  }
+  if (tiny_n4 != nullptr && m <= 64) {
+    // One 64-row tile of A (17 <= M <= 64; fewer rows run the skinny kernel): 64x64 ping-pong
+    // tiles in clusters of 4 along N, which load each k-block of A once per cluster (TMA
+    // multicast), as cuBLAS's nvjet 72x64 4x1 kernel at these shapes. A cluster needs 4 free SMs
+    // of one GPC: the H100's 132 SMs hold 30 such clusters at once (measured: 120 CTAs run as one
+    // wave, 128 as two), sms / 4 - 3 in general. It wins where the clusters fill their last wave
+    // at least half and loses just past a whole one. H100, session 43, CUDA-graph us per call,
+    // weights from DRAM, e4m3 -> bf16 tensor scaling, this plan before (own 128x160 or the 2x1
+    // 64x64) -> 1x4 (torch._scaled_mm): 64x6144x4096 18.5 -> 14.9 (12.3), 17x6144x4096 18.9 ->
+    // 14.9, 64x4096x4096 12.7 -> 11.7 (9.9), 64x5120x8192 29.6 -> 20.6 (19.5), 64x7680x8192
+    // 36.0 -> 28.1 (29.5), 64x12288x8192 48.2 -> 42.8 (45.7), 64x14336x4096 29.5 -> 27.5
+    // (26.0), 64x28672x4096 59.5 -> 48.8 (54.4), 64x4096x14336 33.7 -> 28.4 (28.3); losses just
+    // past a wave: 64x8192x8192 (32 clusters) 37.4 -> 40.4, 64x9216x4096 (36) 22.2 -> 23.0,
+    // 64x16384x4096 (64) 31.5 -> 35.6. Two 64-row tiles (M = 128) double the clusters: 128x4096
+    // x4096 12.3 -> 17.9, so the 2x1 rules below keep M > 64. Under a quarter of the SMs past
+    // K = 8192 keeps the own tile's split tail, which spreads a long K over the SMs (64x2048x16384,
+    // 32 CTAs: 31.3 split 10, 31.0 on this tile; shorter tails not measured).
+    const int64_t ctas = ceil_div(n, 64) * batch;
+    const int64_t clusters = ceil_div(ceil_div(n, 64), 4) * batch;
+    const int64_t at_once = sms / 4 - 3 > 0 ? sms / 4 - 3 : 1;
+    const int64_t last = clusters % at_once;
+    if ((clusters <= at_once || last == 0 || 2 * last >= at_once) &&
+        (kdim <= 8192 || 4 * ctas >= sms)) {
+      return plan_for(*tiny_n4, m, n, kdim, batch, sm_count);
     }
   }
   if (tiny != nullptr && m <= 256) {

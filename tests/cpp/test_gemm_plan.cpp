@@ -462,6 +462,36 @@ TEST(GemmPlan, Fp8SkinnyKernelUpTo16Rows) {
   EXPECT_EQ(choose_plan(block, 4, 17, 4096, 14336, 1, kSms).kernel, &kBlockOwn128);
 }
 
+// fp8 with one 64-row tile of A (17 <= M <= 64): the 64x64 ping-pong tile in 1x4 clusters where
+// its clusters (30 at once on 132 SMs) fit one wave or fill their last one at least half.
+TEST(GemmPlan, Fp8FourClusterTileForOne64RowTile) {
+  constexpr KernelSpec cutlass = fp8_spec("fp8 cutlass", 128, Schedule::kCooperative, true);
+  constexpr KernelSpec wide = fp8_spec("own 128x192", 192, Schedule::kFp8Promoted, false);
+  constexpr KernelSpec narrow = fp8_spec("own 128x160", 160, Schedule::kFp8Promoted, false);
+  constexpr KernelSpec tiny = fp8_pingpong_64x64();
+  KernelSpec t4 = fp8_pingpong_64x64();
+  t4.cluster_m = 1;
+  t4.cluster_n = 4;
+  const KernelSpec n4 = t4;
+  const KernelSpec* group[] = {&cutlass, &wide, &narrow, &tiny, &n4};
+  // one wave (<= 30 clusters of 4 CTAs), a last wave >= half full, whole waves
+  for (auto [m, n, k] : {std::array<int64_t, 3>{64, 6144, 4096}, {17, 6144, 4096},
+                         {64, 7680, 8192}, {33, 4096, 14336}, {64, 12288, 8192},
+                         {64, 28672, 4096}, {64, 15360, 4096}, {64, 64, 100}}) {
+    EXPECT_EQ(choose_plan(group, 5, m, n, k, 1, kSms).kernel, &n4) << m << "x" << n << "x" << k;
+  }
+  EXPECT_EQ(choose_plan(group, 5, 64, 3840, 4096, 2, kSms).kernel, &n4);   // 2 x 15 clusters
+  EXPECT_NE(choose_plan(group, 5, 64, 4096, 4096, 4, kSms).kernel, &n4);   // 4 x 16: 64
+  // just past a whole wave: the rules of before
+  for (auto [m, n, k] : {std::array<int64_t, 3>{64, 8192, 8192}, {64, 9216, 4096},
+                         {64, 16384, 4096}, {128, 4096, 4096}, {65, 6144, 4096},
+                         {64, 2048, 16384}}) {
+    EXPECT_NE(choose_plan(group, 5, m, n, k, 1, kSms).kernel, &n4) << m << "x" << n << "x" << k;
+  }
+  // without the row, the plans of before
+  EXPECT_NE(choose_plan(group, 4, 64, 6144, 4096, 1, kSms).kernel, &n4);
+}
+
 TEST(GemmPlan, OwnNarrowTileWhereCutlassWouldSplitK) {
   constexpr KernelSpec cutlass = fp8_spec("fp8 cutlass", 128, Schedule::kCooperative, true);
   constexpr KernelSpec wide = fp8_spec("own 128x192", 192, Schedule::kFp8Promoted, false);

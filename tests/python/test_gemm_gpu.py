@@ -454,8 +454,9 @@ def decoded(a, b, sa, sb, granularity):
 @pytest.mark.parametrize("granularity", ["tensor", "row", "block"])
 @pytest.mark.parametrize("b_dtype", [E4M3, E5M2])
 # Fewer tiles than SMs (where CUTLASS would split K): e4m3 x e4m3 tensor / row scaling runs
-# CUTLASS's 64x64 ping-pong tile at these shapes but (100, 1000, 12800) (32 CTAs, a long K); that
-# one, block scaling and e5m2 weights the own kernel's narrow tile: split at (100, 1000, 12800),
+# CUTLASS's 64x64 ping-pong tile at (256, 384, 8192), its 1x4-cluster variant at (33, 2000, 5000)
+# and (64, 1096, 2100) (one 64-row tile of A), the own narrow tile split at (100, 1000, 12800) (32
+# CTAs, a long K); that one, block scaling and e5m2 weights the own kernel's narrow tile: split at (100, 1000, 12800),
 # (256, 384, 8192) and (33, 2000, 5000), whole at (64, 1096, 2100) and (1, 7, 1024);
 # (7, 1000, 304) is too short for a split anywhere; M <= 16 ((7, 1000, 304), (1, 7, 1024),
 # (13, 4104, 1000), (16, 2056, 4100): K not a multiple of 16) runs the skinny kernel
@@ -775,6 +776,7 @@ print("ok")
     ("e4m3_kk_bf16_128x128,dp", "tensor,row", "bfloat16", "float8_e4m3fn"),
     ("e4m3e5m2_kk_bf16_128x128,dp", "tensor,row", "bfloat16", "float8_e5m2"),
     ("e4m3_kk_bf16_pp_64x64,dp", "tensor,row", "bfloat16", "float8_e4m3fn"),
+    ("e4m3_kk_bf16_pp_64x64_n4,dp", "tensor,row", "bfloat16", "float8_e4m3fn"),
     ("e4m3_kk_bf16_block_128x128,dp", "block", "bfloat16", "float8_e4m3fn"),
     ("e4m3_kk_f32_128x128,dp", "tensor,row", "float32", "float8_e4m3fn"),
     ("e4m3e5m2_kk_f32_128x128,dp", "tensor,row", "float32", "float8_e5m2"),
@@ -816,6 +818,7 @@ def test_every_fp8_kernel_forced(force, grans, out, wdt):
     ("e4m3_kk_bf16_ws_128x192,dp", "tensor", torch.float8_e4m3fn),
     ("e4m3_kk_bf16_ws_128x160,dp", "row", torch.float8_e4m3fn),
     ("e4m3_kk_bf16_pp_64x64,dp", "row", torch.float8_e4m3fn),
+    ("e4m3_kk_bf16_pp_64x64_n4,dp", "tensor", torch.float8_e4m3fn),
     ("e4m3e5m2_kk_bf16_ws_128x192,dp", "tensor", torch.float8_e5m2),
     ("e4m3_kk_bf16_block_ws_128x192,dp", "block", torch.float8_e4m3fn),
     ("e4m3_kk_bf16_block_ws_128x128,dp", "block", torch.float8_e4m3fn),
