@@ -366,7 +366,7 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     const KernelSpec* k = cands[i];
     if (k->schedule == Schedule::kFp8Promoted || k->schedule == Schedule::kSkinny) continue;
     if (k->tile_m == 64 && k->schedule == Schedule::kPingpong && k->cluster_n == 4) {
-      tiny_n4 = k;
+      if (fp8_operands(*k)) tiny_n4 = k;  // the rule below is measured for fp8 only
       continue;
     }
     if (int64_t{k->tile_m} * k->tile_n > int64_t{largest->tile_m} * largest->tile_n ||
