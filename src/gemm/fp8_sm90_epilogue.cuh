@@ -13,6 +13,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_runtime.h>
 
 #include <cstdint>
 
@@ -141,6 +142,16 @@ inline EpilogueArgs epilogue_args(const Launch& l) {
   e.m = l.m;
   e.n = l.n;
   return e;
+}
+
+// The SMs the fp8 launchers plan their grids for (host side): the dispatcher's count, else the
+// current device's.
+inline int launch_sms(const Launch& l) {
+  if (l.sm_count > 0) return l.sm_count;
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  return sms;
 }
 
 __device__ __forceinline__ void warpgroup_barrier(int id) {

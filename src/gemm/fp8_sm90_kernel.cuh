@@ -41,6 +41,7 @@
 #include <string>
 
 #include "core/cuda_driver.hpp"
+#include "core/cuda_utils.hpp"
 #include "core/validate.hpp"
 #include "gemm/fp8_sm90_epilogue.cuh"
 #include "gemm/fp8_sm90_mainloop.cuh"
@@ -322,13 +323,7 @@ struct Fp8Launcher {
   // CTAs of the persistent grid on `sm_count` SMs (without a cluster: one per SM).
   static int64_t resident_for(const Launch& l) {
     if (K::kClusterM != 1) return 0;
-    int sms = l.sm_count;
-    if (sms <= 0) {
-      int device = 0;
-      cudaGetDevice(&device);
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    }
-    return sms;
+    return launch_sms(l);
   }
 
   static size_t workspace(const Launch& l) { return split_tail(l, resident_for(l)).bytes(); }
@@ -391,8 +386,7 @@ struct Fp8Launcher {
     }
     int device = 0;
     cudaGetDevice(&device);
-    int sms = l.sm_count;
-    if (sms <= 0) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    const int sms = launch_sms(l);
     const int resident = device_setup(device, sms);
     if (resident <= 0) {
       return Status(StatusCode::kCudaError,
@@ -497,13 +491,7 @@ struct Fp8Launcher {
         launch_config(grid, static_cast<cudaStream_t>(l.stream), &attr);
     cudaError_t err = cudaLaunchKernelEx(&config, fp8_gemm_kernel<K>, p);
     if (err == cudaSuccess) err = cudaGetLastError();
-    if (err != cudaSuccess) {
-      return Status(err == cudaErrorMemoryAllocation ? StatusCode::kOutOfMemory
-                                                     : StatusCode::kCudaError,
-                    std::string("gemm_fp8: kernel launch failed: ") + cudaGetErrorName(err) +
-                        " (" + cudaGetErrorString(err) + ")");
-    }
-    return Status::Ok();
+    return detail::cuda_status(err, "gemm_fp8", "kernel launch");
   }
 };
 

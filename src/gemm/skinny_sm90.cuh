@@ -40,9 +40,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <string>
 #include <type_traits>
 
+#include "core/cuda_utils.hpp"
 #include "gemm/fp8_sm90_epilogue.cuh"  // activate<>, OutBf16, OutF16, EpilogueArgs
 #include "gemm/gemm_sm90_table.hpp"
 #include "gemm/sm90_launch.hpp"
@@ -274,9 +274,9 @@ __global__ void __launch_bounds__(kThreads, kPrefetch ? 1 : 2)
     }
     if constexpr (kBlock) {
       const float sb = __ldg(sfb_row + kb);
+      const float* sfa_kb = p.sfa + kb * p.sfa_ld;
 #pragma unroll
       for (int j = 0; j < kNTiles; ++j) {
-        const float* sfa_kb = p.sfa + kb * p.sfa_ld;
         const float s0 = sb * __ldg(sfa_kb + sm_rows[j][0] * p.sfa_rs);
         const float s1 = sb * __ldg(sfa_kb + sm_rows[j][1] * p.sfa_rs);
 #pragma unroll
@@ -390,12 +390,7 @@ struct SkinnyLauncher {
         return Status(StatusCode::kInternal, "gemm_fp8: block scaling needs one batch and scales");
       }
     }
-    int sms = l.sm_count;
-    if (sms <= 0) {
-      int device = 0;
-      cudaGetDevice(&device);
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    }
+    const int sms = fp8::launch_sms(l);
     Params p{};
     p.a = static_cast<const uint8_t*>(l.a);
     p.b = static_cast<const uint8_t*>(l.b);
@@ -417,13 +412,8 @@ struct SkinnyLauncher {
     p.activation = l.activation;
     p.epi = epilogue_args(l);
     // 8-row m-blocks where A has at most 8 rows (half the mma work and registers), else 16
-    const cudaError_t err = l.m <= 8 ? run<1>(p, l, sms) : run<2>(p, l, sms);
-    if (err != cudaSuccess) {
-      return Status(StatusCode::kCudaError,
-                    std::string("gemm_fp8: skinny kernel launch failed: ") + cudaGetErrorName(err) +
-                        " (" + cudaGetErrorString(err) + ")");
-    }
-    return Status::Ok();
+    return detail::cuda_status(l.m <= 8 ? run<1>(p, l, sms) : run<2>(p, l, sms), "gemm_fp8",
+                               "skinny kernel launch");
   }
 };
 

@@ -524,15 +524,21 @@ def test_fp8_layout_fixups():
     assert rel_l2(out, ad @ bd) <= 1e-2
 
 
+def _fp8_workspace_bytes(a, b, sa, sb, granularity, out):
+    from deepwell import _C
+    from deepwell import _tensors as T
+    return _C.gemm_fp8_workspace_size(
+        T.describe(a, "a"), T.describe(b, "b"), T.describe(sa, "scale_a"),
+        T.describe(sb, "scale_b"), {"tensor": 0, "row": 1, "block": 2}[granularity],
+        T.describe(out, "out"), None, None, None, 1.0, 0.0, 0)
+
+
 @pytest.mark.parametrize("m", [1, 7, 13, 16])
 @pytest.mark.parametrize("sa_layout", ["k_major", "m_major", "strided"])
 def test_fp8_block_skinny_reads_scale_a_in_place(m, sa_layout):
     """At M <= 16 block scaling runs the skinny kernel, which reads scale_a in place whatever its
     strides: no transposed copy in the workspace (the TMA-fed kernels need one unless scale_a is
     M-major with M % 4 == 0)."""
-    from deepwell import _C
-    from deepwell import _tensors as T
-
     n, k = 1000, 1000  # 8 k-blocks, the last one partial
     a, b = fp8((m, k), E4M3), fp8((k, n), E4M3, k_major_b=True)
     sa, sb = scales_for("block", m, n, k)
@@ -543,24 +549,22 @@ def test_fp8_block_skinny_reads_scale_a_in_place(m, sa_layout):
         big[::2, ::3] = sa
         sa = big[::2, ::3]
     out = nan_out((m, n), torch.bfloat16)
-    need = _C.gemm_fp8_workspace_size(
-        T.describe(a, "a"), T.describe(b, "b"), T.describe(sa, "scale_a"),
-        T.describe(sb, "scale_b"), 2, T.describe(out, "out"), None, None, None, 1.0, 0.0, 0)
-    assert need == 0
+    assert _fp8_workspace_bytes(a, b, sa, sb, "block", out) == 0
     deepwell.gemm_fp8(a, b, sa, sb, granularity="block", out=out)
     ad, bd = decoded(a, b, sa, sb, "block")
     assert rel_l2(out, ad @ bd) <= 1e-2
-    # 17 rows run a TMA-fed kernel, which needs the K-major scale_a copied M-major first
-    a17 = fp8((17, k), E4M3)
-    sa17 = scales_for("block", 17, n, k)[0]
-    out17 = nan_out((17, n), torch.bfloat16)
-    need17 = _C.gemm_fp8_workspace_size(
-        T.describe(a17, "a"), T.describe(b, "b"), T.describe(sa17, "scale_a"),
-        T.describe(sb, "scale_b"), 2, T.describe(out17, "out"), None, None, None, 1.0, 0.0, 0)
-    assert need17 > 0
-    deepwell.gemm_fp8(a17, b, sa17, sb, granularity="block", out=out17)
-    ad, bd = decoded(a17, b, sa17, sb, "block")
-    assert rel_l2(out17, ad @ bd) <= 1e-2
+
+
+def test_fp8_block_scale_a_copied_for_the_tma_kernels():
+    """17 rows run a TMA-fed block kernel, which needs the K-major scale_a copied M-major first."""
+    m, n, k = 17, 1000, 1000
+    a, b = fp8((m, k), E4M3), fp8((k, n), E4M3, k_major_b=True)
+    sa, sb = scales_for("block", m, n, k)
+    out = nan_out((m, n), torch.bfloat16)
+    assert _fp8_workspace_bytes(a, b, sa, sb, "block", out) > 0
+    deepwell.gemm_fp8(a, b, sa, sb, granularity="block", out=out)
+    ad, bd = decoded(a, b, sa, sb, "block")
+    assert rel_l2(out, ad @ bd) <= 1e-2
 
 
 def test_fp8_batched_and_column_major_output():
