@@ -87,6 +87,8 @@ constexpr bool fp8_operands(const KernelSpec& k) {
   X(e4m3e5m2_kk_bf16_128x128, kE4M3xE5M2, kBF16, true,   true,     kTensorRow,128, 128, 128, 1, 2, kCooperative, true)  \
   X(e4m3_kk_bf16_pp_64x64, kE4M3,       kBF16, true,     true,     kTensorRow, 64,  64, 128, 2, 1, kPingpong,    false) \
   X(e4m3_kk_bf16_pp_64x64_n4, kE4M3,    kBF16, true,     true,     kTensorRow, 64,  64, 128, 1, 4, kPingpong,    false) \
+  X(e4m3_kk_bf16_128x64_n4, kE4M3,      kBF16, true,     true,     kTensorRow,128,  64, 128, 1, 4, kCooperative, false) \
+  X(e4m3_kk_bf16_pp_128x64_n4, kE4M3,   kBF16, true,     true,     kTensorRow,128,  64, 128, 1, 4, kPingpong,    false) \
   X(e4m3_kk_bf16_block_128x128, kE4M3,  kBF16, true,     true,     kBlock,    128, 128, 128, 1, 2, kCooperative, true)  \
   X(e4m3_kk_f32_128x128,   kE4M3,       kF32,  true,     true,     kTensorRow,128, 128, 128, 1, 2, kCooperative, true)  \
   X(e4m3_kk_f32_block_128x128, kE4M3,   kF32,  true,     true,     kBlock,    128, 128, 128, 1, 2, kCooperative, true)  \

@@ -781,6 +781,8 @@ print("ok")
     ("e4m3e5m2_kk_bf16_128x128,dp", "tensor,row", "bfloat16", "float8_e5m2"),
     ("e4m3_kk_bf16_pp_64x64,dp", "tensor,row", "bfloat16", "float8_e4m3fn"),
     ("e4m3_kk_bf16_pp_64x64_n4,dp", "tensor,row", "bfloat16", "float8_e4m3fn"),
+    ("e4m3_kk_bf16_128x64_n4,dp", "tensor,row", "bfloat16", "float8_e4m3fn"),
+    ("e4m3_kk_bf16_pp_128x64_n4,dp", "tensor,row", "bfloat16", "float8_e4m3fn"),
     ("e4m3_kk_bf16_block_128x128,dp", "block", "bfloat16", "float8_e4m3fn"),
     ("e4m3_kk_f32_128x128,dp", "tensor,row", "float32", "float8_e4m3fn"),
     ("e4m3e5m2_kk_f32_128x128,dp", "tensor,row", "float32", "float8_e5m2"),
