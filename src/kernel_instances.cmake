@@ -40,6 +40,7 @@ set(DEEPWELL_CUDA_SOURCES
   src/gemm/gemm_inst_bf16_kk_bf16_pp_64x160.cu
   src/gemm/gemm_inst_bf16_kk_bf16_128x64_n4.cu
   src/gemm/gemm_inst_bf16_kk_bf16_pp_128x64_n4.cu
+  src/gemm/gemm_inst_bf16_kk_bf16_pp_64x64_n4.cu
   src/gemm/gemm_inst_bf16_kn_bf16_128x256.cu
   src/gemm/gemm_inst_bf16_kn_bf16_128x128.cu
   src/gemm/gemm_inst_bf16_kn_bf16_128x64.cu

@@ -67,6 +67,7 @@ constexpr bool fp8_operands(const KernelSpec& k) {
   X(bf16_kk_bf16_pp_64x160, kBF16,      kBF16, true,     true,     kNone,      64, 160,  64, 2, 1, kPingpong,    false) \
   X(bf16_kk_bf16_128x64_n4, kBF16,      kBF16, true,     true,     kNone,     128,  64,  64, 1, 4, kCooperative, false) \
   X(bf16_kk_bf16_pp_128x64_n4, kBF16,   kBF16, true,     true,     kNone,     128,  64,  64, 1, 4, kPingpong,    false) \
+  X(bf16_kk_bf16_pp_64x64_n4, kBF16,    kBF16, true,     true,     kNone,      64,  64,  64, 1, 4, kPingpong,    false) \
   X(bf16_kn_bf16_128x256,  kBF16,       kBF16, true,     false,    kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
   X(bf16_kn_bf16_128x128,  kBF16,       kBF16, true,     false,    kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
   X(bf16_kn_bf16_128x64,   kBF16,       kBF16, true,     false,    kNone,     128,  64,  64, 1, 1, kCooperative, true)  \
