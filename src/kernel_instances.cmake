@@ -39,7 +39,6 @@ set(DEEPWELL_CUDA_SOURCES
   src/gemm/gemm_inst_bf16_kk_bf16_pp_64x96.cu
   src/gemm/gemm_inst_bf16_kk_bf16_pp_64x160.cu
   src/gemm/gemm_inst_bf16_kk_bf16_128x64_n4.cu
-  src/gemm/gemm_inst_bf16_kk_bf16_pp_128x64_n4.cu
   src/gemm/gemm_inst_bf16_kk_bf16_pp_64x64_n4.cu
   src/gemm/gemm_inst_bf16_kn_bf16_128x256.cu
   src/gemm/gemm_inst_bf16_kn_bf16_128x128.cu
@@ -63,7 +62,6 @@ set(DEEPWELL_CUDA_SOURCES
   src/gemm/gemm_inst_e4m3_kk_bf16_pp_64x64.cu
   src/gemm/gemm_inst_e4m3_kk_bf16_pp_64x64_n4.cu
   src/gemm/gemm_inst_e4m3_kk_bf16_128x64_n4.cu
-  src/gemm/gemm_inst_e4m3_kk_bf16_pp_128x64_n4.cu
   src/gemm/gemm_inst_e4m3_kk_bf16_block_128x128.cu
   src/gemm/gemm_inst_e4m3_kk_f32_128x128.cu
   src/gemm/gemm_inst_e4m3_kk_f32_block_128x128.cu

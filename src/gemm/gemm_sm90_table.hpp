@@ -66,7 +66,6 @@ constexpr bool fp8_operands(const KernelSpec& k) {
   X(bf16_kk_bf16_pp_64x96, kBF16,       kBF16, true,     true,     kNone,      64,  96,  64, 2, 1, kPingpong,    false) \
   X(bf16_kk_bf16_pp_64x160, kBF16,      kBF16, true,     true,     kNone,      64, 160,  64, 2, 1, kPingpong,    false) \
   X(bf16_kk_bf16_128x64_n4, kBF16,      kBF16, true,     true,     kNone,     128,  64,  64, 1, 4, kCooperative, false) \
-  X(bf16_kk_bf16_pp_128x64_n4, kBF16,   kBF16, true,     true,     kNone,     128,  64,  64, 1, 4, kPingpong,    false) \
   X(bf16_kk_bf16_pp_64x64_n4, kBF16,    kBF16, true,     true,     kNone,      64,  64,  64, 1, 4, kPingpong,    false) \
   X(bf16_kn_bf16_128x256,  kBF16,       kBF16, true,     false,    kNone,     128, 256,  64, 2, 1, kCooperative, true)  \
   X(bf16_kn_bf16_128x128,  kBF16,       kBF16, true,     false,    kNone,     128, 128,  64, 1, 2, kCooperative, true)  \
@@ -91,7 +90,6 @@ constexpr bool fp8_operands(const KernelSpec& k) {
   X(e4m3_kk_bf16_pp_64x64, kE4M3,       kBF16, true,     true,     kTensorRow, 64,  64, 128, 2, 1, kPingpong,    false) \
   X(e4m3_kk_bf16_pp_64x64_n4, kE4M3,    kBF16, true,     true,     kTensorRow, 64,  64, 128, 1, 4, kPingpong,    false) \
   X(e4m3_kk_bf16_128x64_n4, kE4M3,      kBF16, true,     true,     kTensorRow,128,  64, 128, 1, 4, kCooperative, false) \
-  X(e4m3_kk_bf16_pp_128x64_n4, kE4M3,   kBF16, true,     true,     kTensorRow,128,  64, 128, 1, 4, kPingpong,    false) \
   X(e4m3_kk_bf16_block_128x128, kE4M3,  kBF16, true,     true,     kBlock,    128, 128, 128, 1, 2, kCooperative, true)  \
   X(e4m3_kk_f32_128x128,   kE4M3,       kF32,  true,     true,     kTensorRow,128, 128, 128, 1, 2, kCooperative, true)  \
   X(e4m3_kk_f32_block_128x128, kE4M3,   kF32,  true,     true,     kBlock,    128, 128, 128, 1, 2, kCooperative, true)  \
@@ -358,7 +356,8 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   const KernelSpec* pingpong = nullptr;  // ping-pong 128x128
   const KernelSpec* narrow = nullptr;    // cooperative 128x64 with the stream-K scheduler
   const KernelSpec* tiny = nullptr;      // ping-pong 64xN in 2x1 clusters (N = 64, 96, 160)
-  const KernelSpec* tiny_n4 = nullptr;   // ping-pong 64x64 in 1x4 clusters (fp8: A multicast)
+  const KernelSpec* tiny_n4 = nullptr;    // ping-pong 64x64 in 1x4 clusters (A multicast)
+  const KernelSpec* narrow_n4 = nullptr;  // cooperative 128x64 in 1x4 clusters (A multicast)
   // CTAs of a 64-row tile in 2x1 clusters (M tiles padded to pairs), and its wave-columns
   // (waves x tile width: the grid's time for a fixed tile height and K)
   auto tiny_ctas = [&](const KernelSpec& k) {
@@ -370,8 +369,11 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   for (size_t i = 0; i < count; ++i) {
     const KernelSpec* k = cands[i];
     if (k->schedule == Schedule::kFp8Promoted || k->schedule == Schedule::kSkinny) continue;
-    if (k->tile_m == 64 && k->schedule == Schedule::kPingpong && k->cluster_n == 4) {
-      if (fp8_operands(*k)) tiny_n4 = k;  // the rule below is measured for fp8 only
+    if (k->cluster_n == 4) {  // the 1x4-cluster rows: only the rules below pick them
+      if (k->tile_m == 64 && k->schedule == Schedule::kPingpong) tiny_n4 = k;
+      if (k->tile_m == 128 && k->tile_n == 64 && k->schedule == Schedule::kCooperative) {
+        narrow_n4 = k;
+      }
       continue;
     }
     if (int64_t{k->tile_m} * k->tile_n > int64_t{largest->tile_m} * largest->tile_n ||
@@ -392,13 +394,26 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
       tiny = k;
     }
   }
-  if (tiny_n4 != nullptr && m <= 64) {
+  // Clusters of 4 CTAs need 4 free SMs of one GPC: the H100's 132 SMs hold 30 such clusters at
+  // once (measured: 120 CTAs run as one wave, 128 as two), sms / 4 - 3 in general.
+  const int64_t n4_at_once = sms / 4 - 3 > 0 ? sms / 4 - 3 : 1;
+  const int64_t n4_ctas = ceil_div(n, 64) * batch;  // one row tile of 64 or 128 (M <= 128)
+  const int64_t n4_clusters = ceil_div(ceil_div(n, 64), 4) * batch;
+  // whether the clusters fit one wave or fill their last one at least half, and, past K = 8192,
+  // put CTAs on at least a quarter of the SMs
+  const bool n4_waves_fit =
+      (n4_clusters <= n4_at_once || n4_clusters % n4_at_once == 0 ||
+       2 * (n4_clusters % n4_at_once) >= n4_at_once) &&
+      (kdim <= 8192 || 4 * n4_ctas >= sms);
+  // 16-bit operands keep their split-K for few CTAs with a long K (the 2x1 rule's few_long_k)
+  const bool n4_few_long_k = !fp8_operands(*largest) && 2 * n4_ctas <= sms && kdim >= 8192;
+  if (tiny_n4 != nullptr && m <= 64 && n4_waves_fit && !n4_few_long_k) {
     // One 64-row tile of A (17 <= M <= 64; fewer rows run the skinny kernel): 64x64 ping-pong
     // tiles in clusters of 4 along N, which load each k-block of A once per cluster (TMA
-    // multicast), as cuBLAS's nvjet 72x64 4x1 kernel at these shapes. A cluster needs 4 free SMs
-    // of one GPC: the H100's 132 SMs hold 30 such clusters at once (measured: 120 CTAs run as one
-    // wave, 128 as two), sms / 4 - 3 in general. It wins where the clusters fill their last wave
-    // at least half and loses just past a whole one. H100, session 43, CUDA-graph us per call,
+    // multicast), as cuBLAS's nvjet 72x64 4x1 kernel at these shapes (the 2x1 64-row tiles
+    // below pair row tiles, so at M <= 64 half their CTAs hold no rows). It wins where the
+    // clusters fill their last wave at least half and loses just past a whole one (the rule
+    // n4_waves_fit above). H100, session 43, CUDA-graph us per call,
     // weights from DRAM, e4m3 -> bf16 tensor scaling, this plan before (own 128x160 or the 2x1
     // 64x64) -> 1x4 (torch._scaled_mm): 64x6144x4096 18.5 -> 14.9 (12.3), 17x6144x4096 18.9 ->
     // 14.9, 64x4096x4096 12.7 -> 11.7 (9.9), 64x5120x8192 29.6 -> 20.6 (19.5), 64x7680x8192
@@ -409,14 +424,9 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     // x4096 12.3 -> 17.9, so the 2x1 rules below keep M > 64. Under a quarter of the SMs past
     // K = 8192 keeps the own tile's split tail, which spreads a long K over the SMs (64x2048x16384,
     // 32 CTAs: 31.3 split 10, 31.0 on this tile; shorter tails not measured).
-    const int64_t ctas = ceil_div(n, 64) * batch;
-    const int64_t clusters = ceil_div(ceil_div(n, 64), 4) * batch;
-    const int64_t at_once = sms / 4 - 3 > 0 ? sms / 4 - 3 : 1;
-    const int64_t last = clusters % at_once;
-    if ((clusters <= at_once || last == 0 || 2 * last >= at_once) &&
-        (kdim <= 8192 || 4 * ctas >= sms)) {
-      return plan_for(*tiny_n4, m, n, kdim, batch, sm_count);
-    }
+    // bf16 x @ w.t() (session 44, H100, graph us, the plan before -> 1x4 (torch.matmul)):
+    // 64x4096x4096 18.9 -> 16.5 (15.4), 64x6144x4096 23.8 -> 23.4 (21.3).
+    return plan_for(*tiny_n4, m, n, kdim, batch, sm_count);
   }
   if (tiny != nullptr && m <= 256) {
     // Small M: 64x64 tiles give 128x64's CTA count at half the rows (M = 128, N = 4096: 128 CTAs
@@ -454,6 +464,22 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     if (fp8_operands(*tiny) ? ctas <= sms && (kdim <= 8192 || 2 * ctas > sms)
                             : !few_long_k && (even_waves || m <= 64)) {
       return plan_for(*tiny, m, n, kdim, batch, sm_count);
+    }
+  }
+  if (narrow_n4 != nullptr && m > 64 && m <= 128) {
+    // One 128-row tile of A (65 <= M <= 128) where the 64-row tiles above did not fit: 128x64
+    // cooperative tiles in 1x4 clusters (A multicast). fp8 by the 64x64 tile's wave rule. H100,
+    // session 44, CUDA-graph us per call, weights from DRAM, e4m3 -> bf16 tensor scaling, the
+    // plan before (own 128x160) -> 1x4 (torch._scaled_mm): 128x6144x4096 18.5 -> 15.8 (13.0),
+    // 96x6144x4096 18.8 -> 15.6 (13.7), 128x7680x8192 34.0 -> 29.9 (28.5), 128x14336x4096 31.7
+    // -> 29.9 (27.7), 128x28672x4096 61.0 -> 54.8 (51.0); row scaling 128x6144x4096 19.2 -> 16.1
+    // (15.0). Just past a whole wave it loses (128x8192x8192, 32 clusters: 37.7 -> 45.2), and
+    // where the 2x1 64x64 tile fits one wave too (128x4096x4096 12.8 -> 13.6, 128x4096x14336
+    // 32.0 -> 34.1). bf16 x @ w.t() only with many waves of clusters: 128x57344x8192 (224) 393
+    // -> 344 (torch.matmul 353), 128x28672x4096 (112) 93.0 -> 91.7; fewer lose (128x10240x8192,
+    // 40: 65.2 -> 73.7; 128x8192x8192, 32: 53.7 -> 69.3), and one wave ties (128x6144x4096 23.7).
+    if (fp8_operands(*narrow_n4) ? n4_waves_fit : n4_clusters >= 4 * n4_at_once) {
+      return plan_for(*narrow_n4, m, n, kdim, batch, sm_count);
     }
   }
   if (narrow != nullptr && narrow != largest && m <= 128 && n <= 6144) {

@@ -490,12 +490,32 @@ TEST(GemmPlan, Fp8FourClusterTileForOne64RowTile) {
   }
   // without the row, the plans of before
   EXPECT_NE(choose_plan(group, 4, 64, 6144, 4096, 1, kSms).kernel, &n4);
-  // a 16-bit row of that shape is not taken by this rule (measured for fp8 only)
-  KernelSpec b4 = t4;
-  b4.operands = Operands::kBF16;
-  const KernelSpec bf16_n4 = b4;
-  const KernelSpec* mixed[] = {&cutlass, &wide, &narrow, &tiny, &bf16_n4};
-  EXPECT_NE(choose_plan(mixed, 5, 64, 6144, 4096, 1, kSms).kernel, &bf16_n4);
+}
+
+// fp8 with one 128-row tile of A (65 <= M <= 128) where the 2x1 64x64 tile does not fit one wave:
+// the cooperative 128x64 tile in 1x4 clusters, by the same wave rule.
+TEST(GemmPlan, Fp8FourClusterTileForOne128RowTile) {
+  constexpr KernelSpec cutlass = fp8_spec("fp8 cutlass", 128, Schedule::kCooperative, true);
+  constexpr KernelSpec wide = fp8_spec("own 128x192", 192, Schedule::kFp8Promoted, false);
+  constexpr KernelSpec narrow = fp8_spec("own 128x160", 160, Schedule::kFp8Promoted, false);
+  constexpr KernelSpec tiny = fp8_pingpong_64x64();
+  KernelSpec c4 = fp8_spec("128x64 1x4", 64, Schedule::kCooperative, false);
+  c4.cluster_m = 1;
+  c4.cluster_n = 4;
+  const KernelSpec n4 = c4;
+  const KernelSpec* group[] = {&cutlass, &wide, &narrow, &tiny, &n4};
+  for (auto [m, n, k] : {std::array<int64_t, 3>{128, 6144, 4096}, {96, 6144, 4096},
+                         {65, 6144, 4096}, {128, 7680, 8192}, {128, 14336, 4096},
+                         {128, 28672, 4096}}) {
+    EXPECT_EQ(choose_plan(group, 5, m, n, k, 1, kSms).kernel, &n4) << m << "x" << n << "x" << k;
+  }
+  // the 2x1 64x64 tile fits one wave; just past a whole wave of clusters; two row tiles
+  EXPECT_EQ(choose_plan(group, 5, 128, 4096, 4096, 1, kSms).kernel, &tiny);
+  EXPECT_EQ(choose_plan(group, 5, 128, 4096, 14336, 1, kSms).kernel, &tiny);
+  for (auto [m, n, k] : {std::array<int64_t, 3>{128, 8192, 8192}, {256, 6144, 4096},
+                         {64, 6144, 4096}, {16, 6144, 4096}}) {
+    EXPECT_NE(choose_plan(group, 5, m, n, k, 1, kSms).kernel, &n4) << m << "x" << n << "x" << k;
+  }
 }
 
 TEST(GemmPlan, OwnNarrowTileWhereCutlassWouldSplitK) {
@@ -608,15 +628,27 @@ TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
       }
     }
     SCOPED_TRACE(std::string(group[0] != nullptr ? group[0]->name : "empty group"));
-    // x @ w.t() also has the own main loop's 128x256 row, bf16 two more ping-pong tiles
-    // (branch s44-m128-n4: bf16 x @ w.t() has three forced-only 1x4-cluster rows besides)
-    ASSERT_EQ(count, 5u + (own ? 1u : 0u) + (wide_tiny ? 5u : 0u));
+    // x @ w.t() also has the own main loop's 128x256 row, bf16 two more ping-pong tiles and
+    // two 1x4-cluster ones
+    ASSERT_EQ(count, 5u + (own ? 1u : 0u) + (wide_tiny ? 4u : 0u));
     auto pick = [&](int64_t m, int64_t n, int64_t k) {
       const KernelSpec* s = choose_plan(group.data(), count, m, n, k, 1, kSms).kernel;
       return std::make_pair(std::make_pair(s->tile_m, s->tile_n), s->schedule);
     };
     using P = std::pair<std::pair<int, int>, Schedule>;
     EXPECT_EQ(pick(128, 4096, 4096), P({64, 64}, Schedule::kPingpong));
+    // bf16 x @ w.t(): the 1x4-cluster tiles at one 64-row tile in a wave that fits, and at one
+    // 128-row tile with many waves of clusters
+    auto cluster_n = [&](int64_t m, int64_t n, int64_t k) {
+      return choose_plan(group.data(), count, m, n, k, 1, kSms).kernel->cluster_n;
+    };
+    EXPECT_EQ(cluster_n(64, 4096, 4096) == 4, wide_tiny);
+    EXPECT_EQ(cluster_n(64, 6144, 4096) == 4, wide_tiny);
+    EXPECT_NE(cluster_n(64, 8192, 8192), 4);
+    EXPECT_EQ(cluster_n(128, 57344, 8192) == 4, wide_tiny);
+    if (wide_tiny) EXPECT_EQ(pick(128, 57344, 8192), P({128, 64}, Schedule::kCooperative));
+    EXPECT_NE(cluster_n(128, 10240, 8192), 4);
+    EXPECT_NE(cluster_n(128, 28672, 4096), 4);
     EXPECT_EQ(pick(128, 6144, 4096),
               wide_tiny ? P({64, 96}, Schedule::kPingpong) : P({128, 64}, Schedule::kCooperative));
     EXPECT_EQ(pick(128, 10240, 8192), wide_tiny ? P({64, 160}, Schedule::kPingpong)

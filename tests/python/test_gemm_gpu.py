@@ -358,8 +358,7 @@ _FORCED_16BIT = [(f, "bfloat16", "kk") for f in [
     "bf16_kk_bf16_128x128,dp", "bf16_kk_bf16_128x128,splitk,3", "bf16_kk_bf16_128x128,streamk",
     "bf16_kk_bf16_128x64,dp", "bf16_kk_bf16_128x64,splitk,3", "bf16_kk_bf16_128x64,streamk",
     "bf16_kk_bf16_pp_128x128,dp,1,h,2", "bf16_kk_bf16_pp_64x64,dp",
-    "bf16_kk_bf16_pp_64x96,dp", "bf16_kk_bf16_pp_64x160,dp", "bf16_kk_bf16_128x64_n4,dp",
-    "bf16_kk_bf16_pp_128x64_n4,dp", "bf16_kk_bf16_pp_64x64_n4,dp",
+    "bf16_kk_bf16_pp_64x96,dp", "bf16_kk_bf16_pp_64x160,dp", "bf16_kk_bf16_128x64_n4,dp", "bf16_kk_bf16_pp_64x64_n4,dp",
     "bf16_kk_bf16_ws_128x256,dp", "bf16_kk_bf16_ws_128x256,tail,4"]] + [(f, "bfloat16", "kn") for f in [
     "bf16_kn_bf16_128x256,dp", "bf16_kn_bf16_128x128,dp", "bf16_kn_bf16_128x128,splitk,3",
     "bf16_kn_bf16_128x64,dp", "bf16_kn_bf16_128x64,splitk,3", "bf16_kn_bf16_128x64,streamk",
@@ -783,7 +782,6 @@ print("ok")
     ("e4m3_kk_bf16_pp_64x64,dp", "tensor,row", "bfloat16", "float8_e4m3fn"),
     ("e4m3_kk_bf16_pp_64x64_n4,dp", "tensor,row", "bfloat16", "float8_e4m3fn"),
     ("e4m3_kk_bf16_128x64_n4,dp", "tensor,row", "bfloat16", "float8_e4m3fn"),
-    ("e4m3_kk_bf16_pp_128x64_n4,dp", "tensor,row", "bfloat16", "float8_e4m3fn"),
     ("e4m3_kk_bf16_block_128x128,dp", "block", "bfloat16", "float8_e4m3fn"),
     ("e4m3_kk_f32_128x128,dp", "tensor,row", "float32", "float8_e4m3fn"),
     ("e4m3e5m2_kk_f32_128x128,dp", "tensor,row", "float32", "float8_e5m2"),
