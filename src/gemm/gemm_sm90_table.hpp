@@ -399,12 +399,15 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   const int64_t n4_at_once = sms / 4 - 3 > 0 ? sms / 4 - 3 : 1;
   const int64_t n4_ctas = ceil_div(n, 64) * batch;  // one row tile of 64 or 128 (M <= 128)
   const int64_t n4_clusters = ceil_div(ceil_div(n, 64), 4) * batch;
-  // whether the clusters fit one wave or fill their last one at least half, and, past K = 8192,
-  // put CTAs on at least a quarter of the SMs
-  const bool n4_waves_fit =
-      (n4_clusters <= n4_at_once || n4_clusters % n4_at_once == 0 ||
-       2 * (n4_clusters % n4_at_once) >= n4_at_once) &&
-      (kdim <= 8192 || 4 * n4_ctas >= sms);
+  // whether the clusters fit one wave, fill their last one at least half or leave at most a
+  // tenth of all their waves' slots idle, and, past K = 8192, put CTAs on at least a quarter of
+  // the SMs
+  const int64_t n4_rounds = ceil_div(n4_clusters, n4_at_once);
+  const int64_t n4_idle = n4_rounds * n4_at_once - n4_clusters;
+  const bool n4_long_k_fits = kdim <= 8192 || 4 * n4_ctas >= sms;
+  const bool n4_waves_fit = (n4_rounds == 1 || 2 * n4_idle <= n4_at_once ||
+                             10 * n4_idle <= n4_rounds * n4_at_once) &&
+                            n4_long_k_fits;
   // 16-bit operands keep their split-K for few CTAs with a long K (the 2x1 rule's few_long_k)
   const bool n4_few_long_k = !fp8_operands(*largest) && 2 * n4_ctas <= sms && kdim >= 8192;
   if (tiny_n4 != nullptr && m <= 64 && n4_waves_fit && !n4_few_long_k) {
@@ -468,17 +471,21 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   }
   if (narrow_n4 != nullptr && m > 64 && m <= 128) {
     // One 128-row tile of A (65 <= M <= 128) where the 64-row tiles above did not fit: 128x64
-    // cooperative tiles in 1x4 clusters (A multicast). fp8 by the 64x64 tile's wave rule. H100,
+    // cooperative tiles in 1x4 clusters (A multicast). fp8 where its clusters fit one wave. H100,
     // session 44, CUDA-graph us per call, weights from DRAM, e4m3 -> bf16 tensor scaling, the
-    // plan before (own 128x160) -> 1x4 (torch._scaled_mm): 128x6144x4096 18.5 -> 15.8 (13.0),
-    // 96x6144x4096 18.8 -> 15.6 (13.7), 128x7680x8192 34.0 -> 29.9 (28.5), 128x14336x4096 31.7
-    // -> 29.9 (27.7), 128x28672x4096 61.0 -> 54.8 (51.0); row scaling 128x6144x4096 19.2 -> 16.1
-    // (15.0). Just past a whole wave it loses (128x8192x8192, 32 clusters: 37.7 -> 45.2), and
-    // where the 2x1 64x64 tile fits one wave too (128x4096x4096 12.8 -> 13.6, 128x4096x14336
-    // 32.0 -> 34.1). bf16 x @ w.t() only with many waves of clusters: 128x57344x8192 (224) 393
-    // -> 344 (torch.matmul 353), 128x28672x4096 (112) 93.0 -> 91.7; fewer lose (128x10240x8192,
-    // 40: 65.2 -> 73.7; 128x8192x8192, 32: 53.7 -> 69.3), and one wave ties (128x6144x4096 23.7).
-    if (fp8_operands(*narrow_n4) ? n4_waves_fit : n4_clusters >= 4 * n4_at_once) {
+    // plan before (own 128x160, whole or split tail) -> 1x4 (torch._scaled_mm): 128x6144x4096
+    // 18.0 -> 15.4 (12.8), 100x6144x4096 17.9 -> 15.3 (13.4), 80x6144x8192 29.8 -> 24.6 (22.7),
+    // 128x7680x8192 34.0 -> 29.9 (28.5), 128x5120x14336 41.5 -> 40.2 (33.1); row scaling
+    // 128x6144x4096 19.2 -> 16.1 (15.0). Past one wave it loses: 128x12288x4096 (48 clusters)
+    // 24.5 -> 29.9, 128x20480x4096 (80) 36.8 -> 45.2, 128x14336x8192 (56) 48.0 -> 56.6,
+    // 112x28672x4096 (112) 54.5 -> 58.4 (the first plan timed in a row of that script reads up
+    // to 10 % slow at large shapes, and the 1x4 ran first there: the sign is sure, not the size).
+    // bf16 x @ w.t() only with many waves of clusters, where it is a little faster than the
+    // 128x128 tile: 128x57344x8192 (224 clusters) 349 -> 344 us (torch.matmul 351), and in the
+    // benchmark suite (interleaved eager calls) 339 -> 344 TFLOP/s (torch 347); fewer clusters
+    // lose (128x10240x8192, 40: 65.2 -> 73.7; 128x8192x8192, 32: 53.7 -> 69.3).
+    if (fp8_operands(*narrow_n4) ? n4_rounds == 1 && n4_long_k_fits
+                                 : n4_clusters >= 4 * n4_at_once) {
       return plan_for(*narrow_n4, m, n, kdim, batch, sm_count);
     }
   }

@@ -493,7 +493,7 @@ TEST(GemmPlan, Fp8FourClusterTileForOne64RowTile) {
 }
 
 // fp8 with one 128-row tile of A (65 <= M <= 128) where the 2x1 64x64 tile does not fit one wave:
-// the cooperative 128x64 tile in 1x4 clusters, by the same wave rule.
+// the cooperative 128x64 tile in 1x4 clusters where they fit one wave.
 TEST(GemmPlan, Fp8FourClusterTileForOne128RowTile) {
   constexpr KernelSpec cutlass = fp8_spec("fp8 cutlass", 128, Schedule::kCooperative, true);
   constexpr KernelSpec wide = fp8_spec("own 128x192", 192, Schedule::kFp8Promoted, false);
@@ -505,14 +505,15 @@ TEST(GemmPlan, Fp8FourClusterTileForOne128RowTile) {
   const KernelSpec n4 = c4;
   const KernelSpec* group[] = {&cutlass, &wide, &narrow, &tiny, &n4};
   for (auto [m, n, k] : {std::array<int64_t, 3>{128, 6144, 4096}, {96, 6144, 4096},
-                         {65, 6144, 4096}, {128, 7680, 8192}, {128, 14336, 4096},
-                         {128, 28672, 4096}}) {
+                         {65, 6144, 4096}, {128, 7680, 8192}, {80, 6144, 8192},
+                         {128, 5120, 14336}}) {
     EXPECT_EQ(choose_plan(group, 5, m, n, k, 1, kSms).kernel, &n4) << m << "x" << n << "x" << k;
   }
-  // the 2x1 64x64 tile fits one wave; just past a whole wave of clusters; two row tiles
+  // the 2x1 64x64 tile fits one wave; more than one wave of clusters; two row tiles
   EXPECT_EQ(choose_plan(group, 5, 128, 4096, 4096, 1, kSms).kernel, &tiny);
   EXPECT_EQ(choose_plan(group, 5, 128, 4096, 14336, 1, kSms).kernel, &tiny);
-  for (auto [m, n, k] : {std::array<int64_t, 3>{128, 8192, 8192}, {256, 6144, 4096},
+  for (auto [m, n, k] : {std::array<int64_t, 3>{128, 8192, 8192}, {128, 12288, 4096},
+                         {128, 28672, 4096}, {128, 14336, 8192}, {256, 6144, 4096},
                          {64, 6144, 4096}, {16, 6144, 4096}}) {
     EXPECT_NE(choose_plan(group, 5, m, n, k, 1, kSms).kernel, &n4) << m << "x" << n << "x" << k;
   }
