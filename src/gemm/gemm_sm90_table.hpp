@@ -399,17 +399,23 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   const int64_t n4_at_once = sms / 4 - 3 > 0 ? sms / 4 - 3 : 1;
   const int64_t n4_ctas = ceil_div(n, 64) * batch;  // one row tile of 64 or 128 (M <= 128)
   const int64_t n4_clusters = ceil_div(ceil_div(n, 64), 4) * batch;
-  // whether the clusters fit one wave, fill their last one at least half or leave at most a
-  // tenth of all their waves' slots idle, and, past K = 8192, put CTAs on at least a quarter of
-  // the SMs
+  // whether the clusters fit one wave, fill their last one at least half or (16-bit operands)
+  // leave at most a tenth of all their waves' slots idle, and, past K = 8192, put CTAs on at
+  // least a quarter of the SMs. The tenth: bf16 x @ w.t(), H100, session 44, graph us, the 2x1
+  // 64x64 tile (its best 2x1 tile) -> 1x4: 64x57344x8192 (224 clusters, 8 waves) 425 (pp 64x160
+  // 346) -> 330 (torch.matmul 339), 64x49152x4096 (192) 165 (153) -> 147 (150). fp8 operands
+  // measured even there (64x57344x8192: own 128x160 176.8, the 1x4 178.2 us), so they keep
+  // their plans.
+  const bool sixteen_bit_group = !fp8_operands(*largest);
   const int64_t n4_rounds = ceil_div(n4_clusters, n4_at_once);
   const int64_t n4_idle = n4_rounds * n4_at_once - n4_clusters;
   const bool n4_long_k_fits = kdim <= 8192 || 4 * n4_ctas >= sms;
-  const bool n4_waves_fit = (n4_rounds == 1 || 2 * n4_idle <= n4_at_once ||
-                             10 * n4_idle <= n4_rounds * n4_at_once) &&
-                            n4_long_k_fits;
+  const bool n4_waves_fit =
+      (n4_rounds == 1 || 2 * n4_idle <= n4_at_once ||
+       (sixteen_bit_group && 10 * n4_idle <= n4_rounds * n4_at_once)) &&
+      n4_long_k_fits;
   // 16-bit operands keep their split-K for few CTAs with a long K (the 2x1 rule's few_long_k)
-  const bool n4_few_long_k = !fp8_operands(*largest) && 2 * n4_ctas <= sms && kdim >= 8192;
+  const bool n4_few_long_k = sixteen_bit_group && 2 * n4_ctas <= sms && kdim >= 8192;
   if (tiny_n4 != nullptr && m <= 64 && n4_waves_fit && !n4_few_long_k) {
     // One 64-row tile of A (17 <= M <= 64; fewer rows run the skinny kernel): 64x64 ping-pong
     // tiles in clusters of 4 along N, which load each k-block of A once per cluster (TMA

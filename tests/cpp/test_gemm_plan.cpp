@@ -482,6 +482,8 @@ TEST(GemmPlan, Fp8FourClusterTileForOne64RowTile) {
   }
   EXPECT_EQ(choose_plan(group, 5, 64, 3840, 4096, 2, kSms).kernel, &n4);   // 2 x 15 clusters
   EXPECT_NE(choose_plan(group, 5, 64, 4096, 4096, 4, kSms).kernel, &n4);   // 4 x 16: 64
+  // many waves with a last one under half full: fp8 keeps the own tile (measured even)
+  EXPECT_NE(choose_plan(group, 5, 64, 57344, 8192, 1, kSms).kernel, &n4);
   // just past a whole wave: the rules of before
   for (auto [m, n, k] : {std::array<int64_t, 3>{64, 8192, 8192}, {64, 9216, 4096},
                          {64, 16384, 4096}, {128, 4096, 4096}, {65, 6144, 4096},
@@ -646,6 +648,7 @@ TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
     EXPECT_EQ(cluster_n(64, 4096, 4096) == 4, wide_tiny);
     EXPECT_EQ(cluster_n(64, 6144, 4096) == 4, wide_tiny);
     EXPECT_NE(cluster_n(64, 8192, 8192), 4);
+    EXPECT_EQ(cluster_n(64, 57344, 8192) == 4, wide_tiny);  // 8 waves, 7 % of slots idle
     EXPECT_EQ(cluster_n(128, 57344, 8192) == 4, wide_tiny);
     if (wide_tiny) EXPECT_EQ(pick(128, 57344, 8192), P({128, 64}, Schedule::kCooperative));
     EXPECT_NE(cluster_n(128, 10240, 8192), 4);
