@@ -141,14 +141,17 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 // the measured sweep in docs/perf-notes.md ("GEMM", H200):
 //
 //   fp8 with M <= 16 (one m-block) -> the skinny kernel (Schedule::kSkinny), data-parallel
-//   fp8 with M <= 64 (one 64-row tile) and a ping-pong 64x64 kernel in 1x4 clusters: that one
-//       where its clusters fit one wave or fill their last one at least half (past K = 8192 only
-//       with CTAs on at least a quarter of the SMs)
+//   M <= 64 (one 64-row tile) and a ping-pong 64x64 kernel in 1x4 clusters (fp8 -> bf16, bf16
+//       x @ w.t()): that one where its clusters (sms / 4 - 3 at once) fit one wave or fill their
+//       last one at least half, or, 16-bit, leave <= 10 % of all cluster slots idle (past K = 8192
+//       only with CTAs on at least a quarter of the SMs; 16-bit not with few CTAs at K >= 8192)
 //   M <= 256 and a ping-pong 64xN kernel exists (2x1 clusters; of several, the one with the
 //       fewest waves x N), its CTAs fill the SMs in one wave (or two, the second >= 75 % full, at
 //       K <= 8192) or M <= 64, and not (at most half the SMs busy and K >= 8192); fp8 (e4m3 x
 //       e4m3 tensor / row: 64x64): one wave only, past K = 8192 only above half a wave
 //       -> that ping-pong 64xN kernel, data-parallel
+//   65 <= M <= 128 and a cooperative 128x64 kernel in 1x4 clusters: fp8 where its clusters fit
+//       one wave (past K = 8192 with CTAs on a quarter of the SMs), 16-bit from 4 waves of them
 //   M <= 128, N <= 6144 and a cooperative 128x64 kernel exists
 //       -> 128x64 (four times the CTAs of 128x256); split-K 2 when K >= 8192 and 2 T <= S, else
 //          data-parallel
@@ -403,7 +406,7 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   // leave at most a tenth of all their waves' slots idle, and, past K = 8192, put CTAs on at
   // least a quarter of the SMs. The tenth: bf16 x @ w.t(), H100, session 44, graph us, the 2x1
   // 64x64 tile (its best 2x1 tile) -> 1x4: 64x57344x8192 (224 clusters, 8 waves) 425 (pp 64x160
-  // 346) -> 330 (torch.matmul 339), 64x49152x4096 (192) 165 (153) -> 147 (150). fp8 operands
+  // 346) -> 330 (torch.matmul 339), 64x49152x4096 (192; 64x160: 153) -> 147 (150). fp8 operands
   // measured even there (64x57344x8192: own 128x160 176.8, the 1x4 178.2 us), so they keep
   // their plans.
   const bool sixteen_bit_group = !fp8_operands(*largest);
@@ -433,8 +436,11 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     // x4096 12.3 -> 17.9, so the 2x1 rules below keep M > 64. Under a quarter of the SMs past
     // K = 8192 keeps the own tile's split tail, which spreads a long K over the SMs (64x2048x16384,
     // 32 CTAs: 31.3 split 10, 31.0 on this tile; shorter tails not measured).
-    // bf16 x @ w.t() (session 44, H100, graph us, the plan before -> 1x4 (torch.matmul)):
-    // 64x4096x4096 18.9 -> 16.5 (15.4), 64x6144x4096 23.8 -> 23.4 (21.3).
+    // bf16 x @ w.t() (session 44, H100, graph us, the plan before (2x1 64x64, 64x96 or 64x160)
+    // -> 1x4 (torch.matmul)): 1x4096x4096 26.4 -> 16.1 (16.8), 8x12288x8192 94.7 -> 77.8
+    // (77.7), 32x14336x4096 56.2 -> 47.3 (45.9), 64x4096x4096 18.9 -> 16.5 (15.4), 64x6144x4096
+    // 23.8 -> 23.4 (21.3), 64x7680x8192 62.8 -> 48.6 (47.5), 64x28672x4096 106.2 -> 87.9 (88.4);
+    // about even at 16x6144x4096 (24.2 / 24.0) and 64x4096x14336 (56.7 / 57.9).
     return plan_for(*tiny_n4, m, n, kdim, batch, sm_count);
   }
   if (tiny != nullptr && m <= 256) {
