@@ -397,14 +397,28 @@ constexpr KernelSpec fp8_pingpong_64x64() {
   return t;
 }
 
+// The e4m3 -> bf16 tensor / row group's rows as the fp8 tests below use them: CUTLASS's 128x128,
+// the own 128x192 and 128x160, the 2x1 64x64 ping-pong.
+constexpr KernelSpec kFp8Cutlass = fp8_spec("fp8 cutlass", 128, Schedule::kCooperative, true);
+constexpr KernelSpec kFp8Own192 = fp8_spec("own 128x192", 192, Schedule::kFp8Promoted, false);
+constexpr KernelSpec kFp8Own160 = fp8_spec("own 128x160", 160, Schedule::kFp8Promoted, false);
+constexpr KernelSpec kFp8Tiny = fp8_pingpong_64x64();
+
+// A row in 1x4 clusters along N (A multicast).
+constexpr KernelSpec in_1x4_clusters(KernelSpec k) {
+  k.cluster_m = 1;
+  k.cluster_n = 4;
+  return k;
+}
+
 // fp8 with a 64-row ping-pong tile (e4m3 x e4m3, tensor / row scaling): that tile wherever its
 // CTAs (2x1 clusters) fit one wave, past K = 8192 only if they fill more than half of it; two
 // waves, ragged or not, M > 256 and few CTAs with a long K go to the own kernel's rules.
 TEST(GemmPlan, Fp8SmallMUsesThe64RowTileInOneWave) {
-  constexpr KernelSpec cutlass = fp8_spec("fp8 cutlass", 128, Schedule::kCooperative, true);
-  constexpr KernelSpec wide = fp8_spec("own 128x192", 192, Schedule::kFp8Promoted, false);
-  constexpr KernelSpec narrow = fp8_spec("own 128x160", 160, Schedule::kFp8Promoted, false);
-  constexpr KernelSpec tiny = fp8_pingpong_64x64();
+  constexpr const KernelSpec& cutlass = kFp8Cutlass;
+  constexpr const KernelSpec& wide = kFp8Own192;
+  constexpr const KernelSpec& narrow = kFp8Own160;
+  constexpr const KernelSpec& tiny = kFp8Tiny;
   const KernelSpec* group[] = {&cutlass, &wide, &narrow, &tiny};
   auto pick = [&](int64_t m, int64_t n, int64_t k) {
     return choose_plan(group, 4, m, n, k, 1, kSms);
@@ -433,10 +447,10 @@ TEST(GemmPlan, Fp8SmallMUsesThe64RowTileInOneWave) {
 // fp8 group that has one (tensor / row and block scaling alike), whatever N, K and batch; 17 rows
 // and more go to the tile rules.
 TEST(GemmPlan, Fp8SkinnyKernelUpTo16Rows) {
-  constexpr KernelSpec cutlass = fp8_spec("fp8 cutlass", 128, Schedule::kCooperative, true);
-  constexpr KernelSpec wide = fp8_spec("own 128x192", 192, Schedule::kFp8Promoted, false);
-  constexpr KernelSpec narrow = fp8_spec("own 128x160", 160, Schedule::kFp8Promoted, false);
-  constexpr KernelSpec tiny = fp8_pingpong_64x64();
+  constexpr const KernelSpec& cutlass = kFp8Cutlass;
+  constexpr const KernelSpec& wide = kFp8Own192;
+  constexpr const KernelSpec& narrow = kFp8Own160;
+  constexpr const KernelSpec& tiny = kFp8Tiny;
   KernelSpec sk = fp8_spec("skinny", 32, Schedule::kSkinny, false);
   sk.tile_m = 16;
   const KernelSpec skinny = sk;
@@ -465,14 +479,11 @@ TEST(GemmPlan, Fp8SkinnyKernelUpTo16Rows) {
 // fp8 with one 64-row tile of A (17 <= M <= 64): the 64x64 ping-pong tile in 1x4 clusters where
 // its clusters (30 at once on 132 SMs) fit one wave or fill their last one at least half.
 TEST(GemmPlan, Fp8FourClusterTileForOne64RowTile) {
-  constexpr KernelSpec cutlass = fp8_spec("fp8 cutlass", 128, Schedule::kCooperative, true);
-  constexpr KernelSpec wide = fp8_spec("own 128x192", 192, Schedule::kFp8Promoted, false);
-  constexpr KernelSpec narrow = fp8_spec("own 128x160", 160, Schedule::kFp8Promoted, false);
-  constexpr KernelSpec tiny = fp8_pingpong_64x64();
-  KernelSpec t4 = fp8_pingpong_64x64();
-  t4.cluster_m = 1;
-  t4.cluster_n = 4;
-  const KernelSpec n4 = t4;
+  constexpr const KernelSpec& cutlass = kFp8Cutlass;
+  constexpr const KernelSpec& wide = kFp8Own192;
+  constexpr const KernelSpec& narrow = kFp8Own160;
+  constexpr const KernelSpec& tiny = kFp8Tiny;
+  constexpr KernelSpec n4 = in_1x4_clusters(fp8_pingpong_64x64());
   const KernelSpec* group[] = {&cutlass, &wide, &narrow, &tiny, &n4};
   // one wave (<= 30 clusters of 4 CTAs), a last wave >= half full, whole waves
   for (auto [m, n, k] : {std::array<int64_t, 3>{64, 6144, 4096}, {17, 6144, 4096},
@@ -497,14 +508,12 @@ TEST(GemmPlan, Fp8FourClusterTileForOne64RowTile) {
 // fp8 with one 128-row tile of A (65 <= M <= 128) where the 2x1 64x64 tile does not fit one wave:
 // the cooperative 128x64 tile in 1x4 clusters where they fit one wave.
 TEST(GemmPlan, Fp8FourClusterTileForOne128RowTile) {
-  constexpr KernelSpec cutlass = fp8_spec("fp8 cutlass", 128, Schedule::kCooperative, true);
-  constexpr KernelSpec wide = fp8_spec("own 128x192", 192, Schedule::kFp8Promoted, false);
-  constexpr KernelSpec narrow = fp8_spec("own 128x160", 160, Schedule::kFp8Promoted, false);
-  constexpr KernelSpec tiny = fp8_pingpong_64x64();
-  KernelSpec c4 = fp8_spec("128x64 1x4", 64, Schedule::kCooperative, false);
-  c4.cluster_m = 1;
-  c4.cluster_n = 4;
-  const KernelSpec n4 = c4;
+  constexpr const KernelSpec& cutlass = kFp8Cutlass;
+  constexpr const KernelSpec& wide = kFp8Own192;
+  constexpr const KernelSpec& narrow = kFp8Own160;
+  constexpr const KernelSpec& tiny = kFp8Tiny;
+  constexpr KernelSpec n4 =
+      in_1x4_clusters(fp8_spec("128x64 1x4", 64, Schedule::kCooperative, false));
   const KernelSpec* group[] = {&cutlass, &wide, &narrow, &tiny, &n4};
   for (auto [m, n, k] : {std::array<int64_t, 3>{128, 6144, 4096}, {96, 6144, 4096},
                          {65, 6144, 4096}, {128, 7680, 8192}, {80, 6144, 8192},
@@ -650,7 +659,9 @@ TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
     EXPECT_NE(cluster_n(64, 8192, 8192), 4);
     EXPECT_EQ(cluster_n(64, 57344, 8192) == 4, wide_tiny);  // 8 waves, 7 % of slots idle
     EXPECT_EQ(cluster_n(128, 57344, 8192) == 4, wide_tiny);
-    if (wide_tiny) EXPECT_EQ(pick(128, 57344, 8192), P({128, 64}, Schedule::kCooperative));
+    if (wide_tiny) {
+      EXPECT_EQ(pick(128, 57344, 8192), P({128, 64}, Schedule::kCooperative));
+    }
     EXPECT_NE(cluster_n(128, 10240, 8192), 4);
     EXPECT_NE(cluster_n(128, 28672, 4096), 4);
     EXPECT_EQ(pick(128, 6144, 4096),
