@@ -490,8 +490,8 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     // 128x7680x8192 34.0 -> 29.9 (28.5), 128x5120x14336 41.5 -> 40.2 (33.1); row scaling
     // 128x6144x4096 19.2 -> 16.1 (15.0). Past one wave it loses: 128x12288x4096 (48 clusters)
     // 24.5 -> 29.9, 128x20480x4096 (80) 36.8 -> 45.2, 128x14336x8192 (56) 48.0 -> 56.6,
-    // 112x28672x4096 (112) 54.5 -> 58.4 (the first plan timed in a row of that script reads up
-    // to 10 % slow at large shapes, and the 1x4 ran first there: the sign is sure, not the size).
+    // 112x28672x4096 (112) 54.5 -> 58.4; the 1x4 was timed first in those rows, which reads up
+    // to 10-17 % slow at large shapes, so the last loss may be within that (an earlier run: even).
     // bf16 x @ w.t() only with many waves of clusters, where it is a little faster than the
     // 128x128 tile: 128x57344x8192 (224 clusters) 349 -> 344 us (torch.matmul 351), and in the
     // benchmark suite (interleaved eager calls) 339 -> 344 TFLOP/s (torch 347); fewer clusters
