@@ -415,11 +415,7 @@ constexpr KernelSpec in_1x4_clusters(KernelSpec k) {
 // CTAs (2x1 clusters) fit one wave, past K = 8192 only if they fill more than half of it; two
 // waves, ragged or not, M > 256 and few CTAs with a long K go to the own kernel's rules.
 TEST(GemmPlan, Fp8SmallMUsesThe64RowTileInOneWave) {
-  constexpr const KernelSpec& cutlass = kFp8Cutlass;
-  constexpr const KernelSpec& wide = kFp8Own192;
-  constexpr const KernelSpec& narrow = kFp8Own160;
-  constexpr const KernelSpec& tiny = kFp8Tiny;
-  const KernelSpec* group[] = {&cutlass, &wide, &narrow, &tiny};
+  const KernelSpec* group[] = {&kFp8Cutlass, &kFp8Own192, &kFp8Own160, &kFp8Tiny};
   auto pick = [&](int64_t m, int64_t n, int64_t k) {
     return choose_plan(group, 4, m, n, k, 1, kSms);
   };
@@ -427,34 +423,30 @@ TEST(GemmPlan, Fp8SmallMUsesThe64RowTileInOneWave) {
                          {128, 4096, 14336}, {1, 1024, 8192}, {256, 2048, 8192},
                          {16, 4096, 7168}, {1, 64, 8192}, {1, 64, 4096}}) {
     const Plan p = pick(m, n, k);
-    EXPECT_EQ(p.kernel, &tiny) << m << "x" << n << "x" << k;
+    EXPECT_EQ(p.kernel, &kFp8Tiny) << m << "x" << n << "x" << k;
     EXPECT_EQ(p.decomposition, Decomposition::kDataParallel) << m << "x" << n << "x" << k;
   }
   // two waves (256 CTAs), even or not, and many: the own 128x160
-  EXPECT_EQ(pick(256, 4096, 4096).kernel, &narrow);
-  EXPECT_EQ(pick(1, 8192, 8192).kernel, &narrow);
-  EXPECT_EQ(pick(64, 6144, 4096).kernel, &narrow);
-  EXPECT_EQ(pick(1, 14336, 4096).kernel, &narrow);
-  EXPECT_EQ(pick(512, 1024, 4096).kernel, &narrow);  // M > 256
+  EXPECT_EQ(pick(256, 4096, 4096).kernel, &kFp8Own160);
+  EXPECT_EQ(pick(1, 8192, 8192).kernel, &kFp8Own160);
+  EXPECT_EQ(pick(64, 6144, 4096).kernel, &kFp8Own160);
+  EXPECT_EQ(pick(1, 14336, 4096).kernel, &kFp8Own160);
+  EXPECT_EQ(pick(512, 1024, 4096).kernel, &kFp8Own160);  // M > 256
   // half a wave or less past K = 8192: the own split tail (1x1024: 7 tiles of 128x160, 16 splits)
-  EXPECT_EQ(pick(1, 1024, 16384).kernel, &narrow);
+  EXPECT_EQ(pick(1, 1024, 16384).kernel, &kFp8Own160);
   EXPECT_EQ(pick(1, 1024, 16384).decomposition, Decomposition::kSplitTail);
   EXPECT_EQ(pick(1, 1024, 16384).splits, 16);
-  EXPECT_EQ(pick(32, 4096, 14336).kernel, &tiny);  // 128 CTAs
+  EXPECT_EQ(pick(32, 4096, 14336).kernel, &kFp8Tiny);  // 128 CTAs
 }
 
 // fp8 with at most 16 rows of A (one m-block of the skinny kernel): the skinny kernel, in every
 // fp8 group that has one (tensor / row and block scaling alike), whatever N, K and batch; 17 rows
 // and more go to the tile rules.
 TEST(GemmPlan, Fp8SkinnyKernelUpTo16Rows) {
-  constexpr const KernelSpec& cutlass = kFp8Cutlass;
-  constexpr const KernelSpec& wide = kFp8Own192;
-  constexpr const KernelSpec& narrow = kFp8Own160;
-  constexpr const KernelSpec& tiny = kFp8Tiny;
   KernelSpec sk = fp8_spec("skinny", 32, Schedule::kSkinny, false);
   sk.tile_m = 16;
   const KernelSpec skinny = sk;
-  const KernelSpec* group[] = {&cutlass, &wide, &narrow, &tiny, &skinny};
+  const KernelSpec* group[] = {&kFp8Cutlass, &kFp8Own192, &kFp8Own160, &kFp8Tiny, &skinny};
   for (auto [m, n, k] : {std::array<int64_t, 3>{1, 4096, 4096}, {16, 4096, 4096},
                          {8, 57344, 8192}, {1, 7, 1}, {16, 1024, 65536}, {3, 28672, 4096}}) {
     const Plan p = choose_plan(group, 5, m, n, k, 1, kSms);
@@ -463,10 +455,10 @@ TEST(GemmPlan, Fp8SkinnyKernelUpTo16Rows) {
   }
   EXPECT_EQ(choose_plan(group, 5, 4, 4096, 4096, 8, kSms).kernel, &skinny);  // batched
   EXPECT_NE(choose_plan(group, 5, 4, 64, 64, 65536, kSms).kernel, &skinny);  // grid z: 65535
-  EXPECT_EQ(choose_plan(group, 5, 17, 4096, 4096, 1, kSms).kernel, &tiny);
-  EXPECT_EQ(choose_plan(group, 5, 17, 8192, 8192, 1, kSms).kernel, &narrow);
+  EXPECT_EQ(choose_plan(group, 5, 17, 4096, 4096, 1, kSms).kernel, &kFp8Tiny);
+  EXPECT_EQ(choose_plan(group, 5, 17, 8192, 8192, 1, kSms).kernel, &kFp8Own160);
   // without a skinny row the tile rules as before
-  EXPECT_EQ(choose_plan(group, 4, 1, 4096, 4096, 1, kSms).kernel, &tiny);
+  EXPECT_EQ(choose_plan(group, 4, 1, 4096, 4096, 1, kSms).kernel, &kFp8Tiny);
   // block scaling (own 128x192 / 128x128 and CUTLASS 128x128 besides)
   KernelSpec bsk = sk;
   bsk.scaling = Scaling::kBlock;
@@ -479,12 +471,8 @@ TEST(GemmPlan, Fp8SkinnyKernelUpTo16Rows) {
 // fp8 with one 64-row tile of A (17 <= M <= 64): the 64x64 ping-pong tile in 1x4 clusters where
 // its clusters (30 at once on 132 SMs) fit one wave or fill their last one at least half.
 TEST(GemmPlan, Fp8FourClusterTileForOne64RowTile) {
-  constexpr const KernelSpec& cutlass = kFp8Cutlass;
-  constexpr const KernelSpec& wide = kFp8Own192;
-  constexpr const KernelSpec& narrow = kFp8Own160;
-  constexpr const KernelSpec& tiny = kFp8Tiny;
   constexpr KernelSpec n4 = in_1x4_clusters(fp8_pingpong_64x64());
-  const KernelSpec* group[] = {&cutlass, &wide, &narrow, &tiny, &n4};
+  const KernelSpec* group[] = {&kFp8Cutlass, &kFp8Own192, &kFp8Own160, &kFp8Tiny, &n4};
   // one wave (<= 30 clusters of 4 CTAs), a last wave >= half full, whole waves
   for (auto [m, n, k] : {std::array<int64_t, 3>{64, 6144, 4096}, {17, 6144, 4096},
                          {64, 7680, 8192}, {33, 4096, 14336}, {64, 12288, 8192},
@@ -508,21 +496,17 @@ TEST(GemmPlan, Fp8FourClusterTileForOne64RowTile) {
 // fp8 with one 128-row tile of A (65 <= M <= 128) where the 2x1 64x64 tile does not fit one wave:
 // the cooperative 128x64 tile in 1x4 clusters where they fit one wave.
 TEST(GemmPlan, Fp8FourClusterTileForOne128RowTile) {
-  constexpr const KernelSpec& cutlass = kFp8Cutlass;
-  constexpr const KernelSpec& wide = kFp8Own192;
-  constexpr const KernelSpec& narrow = kFp8Own160;
-  constexpr const KernelSpec& tiny = kFp8Tiny;
   constexpr KernelSpec n4 =
       in_1x4_clusters(fp8_spec("128x64 1x4", 64, Schedule::kCooperative, false));
-  const KernelSpec* group[] = {&cutlass, &wide, &narrow, &tiny, &n4};
+  const KernelSpec* group[] = {&kFp8Cutlass, &kFp8Own192, &kFp8Own160, &kFp8Tiny, &n4};
   for (auto [m, n, k] : {std::array<int64_t, 3>{128, 6144, 4096}, {96, 6144, 4096},
                          {65, 6144, 4096}, {128, 7680, 8192}, {80, 6144, 8192},
                          {128, 5120, 14336}}) {
     EXPECT_EQ(choose_plan(group, 5, m, n, k, 1, kSms).kernel, &n4) << m << "x" << n << "x" << k;
   }
   // the 2x1 64x64 tile fits one wave; more than one wave of clusters; two row tiles
-  EXPECT_EQ(choose_plan(group, 5, 128, 4096, 4096, 1, kSms).kernel, &tiny);
-  EXPECT_EQ(choose_plan(group, 5, 128, 4096, 14336, 1, kSms).kernel, &tiny);
+  EXPECT_EQ(choose_plan(group, 5, 128, 4096, 4096, 1, kSms).kernel, &kFp8Tiny);
+  EXPECT_EQ(choose_plan(group, 5, 128, 4096, 14336, 1, kSms).kernel, &kFp8Tiny);
   for (auto [m, n, k] : {std::array<int64_t, 3>{128, 8192, 8192}, {128, 12288, 4096},
                          {128, 28672, 4096}, {128, 14336, 8192}, {256, 6144, 4096},
                          {64, 6144, 4096}, {16, 6144, 4096}}) {
@@ -531,22 +515,19 @@ TEST(GemmPlan, Fp8FourClusterTileForOne128RowTile) {
 }
 
 TEST(GemmPlan, OwnNarrowTileWhereCutlassWouldSplitK) {
-  constexpr KernelSpec cutlass = fp8_spec("fp8 cutlass", 128, Schedule::kCooperative, true);
-  constexpr KernelSpec wide = fp8_spec("own 128x192", 192, Schedule::kFp8Promoted, false);
-  constexpr KernelSpec narrow = fp8_spec("own 128x160", 160, Schedule::kFp8Promoted, false);
-  const KernelSpec* group[] = {&cutlass, &wide, &narrow};
+  const KernelSpec* group[] = {&kFp8Cutlass, &kFp8Own192, &kFp8Own160};
   auto pick = [&](int64_t m, int64_t n, int64_t k) {
     return choose_plan(group, 3, m, n, k, 1, kSms);
   };
   // 128x4096x14336: CUTLASS 32 tiles split-K; the own 128x160, 26 tiles x 5 splits
   Plan p = pick(128, 4096, 14336);
-  EXPECT_EQ(p.kernel, &narrow);
+  EXPECT_EQ(p.kernel, &kFp8Own160);
   EXPECT_EQ(p.decomposition, Decomposition::kSplitTail);
   EXPECT_EQ(p.splits, 5);
   EXPECT_EQ(pick(256, 4096, 14336).splits, 2);  // 52 tiles
   // K > 4096: split where that makes 3 or more (26 tiles: 5; 7 tiles: 16, the most)
   p = pick(128, 4096, 8192);
-  EXPECT_EQ(p.kernel, &narrow);
+  EXPECT_EQ(p.kernel, &kFp8Own160);
   EXPECT_EQ(p.decomposition, Decomposition::kSplitTail);
   EXPECT_EQ(p.splits, 5);
   EXPECT_EQ(pick(1, 1024, 8192).splits, 16);
@@ -554,7 +535,7 @@ TEST(GemmPlan, OwnNarrowTileWhereCutlassWouldSplitK) {
   for (auto [m, n, k] : {std::array<int64_t, 3>{128, 8192, 8192}, {256, 4096, 8192},
                          {128, 4096, 4096}, {1, 1024, 4096}, {64, 4096, 1024}}) {
     p = pick(m, n, k);
-    EXPECT_EQ(p.kernel, &narrow) << m << "x" << n << "x" << k;
+    EXPECT_EQ(p.kernel, &kFp8Own160) << m << "x" << n << "x" << k;
     EXPECT_EQ(p.decomposition, Decomposition::kDataParallel) << m << "x" << n << "x" << k;
   }
   // K too short for CUTLASS to split (fewer than 8 k-tiles): its plan, data-parallel, which the
