@@ -23,3 +23,33 @@ else()
     COMMAND ${CMAKE_COMMAND} -E copy_if_different ${_dw_py} ${_dw_pkg}
     DEPENDS ${_dw_py})
 endif()
+
+# deepwell._torch: deepwell.gemm's host fast path for torch CUDA tensors (python/src/torch_ext.cpp),
+# compiled against the torch this Python imports, so only in a CUDA build of the build tree where
+# torch (with CUDA) is importable; a wheel's isolated build has no torch and goes without it.
+# DEEPWELL_TORCH_EXT=OFF skips it. At run time ops.py uses it only under the torch it was built for.
+option(DEEPWELL_TORCH_EXT "Build deepwell._torch when torch is importable (CUDA builds)" ON)
+if(DEEPWELL_TORCH_EXT AND DEEPWELL_WITH_CUDA AND NOT SKBUILD)
+  execute_process(
+    COMMAND ${Python_EXECUTABLE} -c "import os, torch; assert torch.version.cuda; d = os.path.dirname(torch.__file__); print(os.path.join(d, 'include'), os.path.join(d, 'lib'), torch.__version__, int(torch._C._GLIBCXX_USE_CXX11_ABI), sep=';', end='')"
+    OUTPUT_VARIABLE _dw_torch RESULT_VARIABLE _dw_torch_rc ERROR_QUIET)
+  if(_dw_torch_rc EQUAL 0)
+    list(GET _dw_torch 0 _dw_torch_inc)
+    list(GET _dw_torch 1 _dw_torch_lib)
+    list(GET _dw_torch 2 _dw_torch_version)
+    list(GET _dw_torch 3 _dw_torch_abi)
+    message(STATUS "deepwell: deepwell._torch against torch ${_dw_torch_version}")
+    Python_add_library(_torch MODULE WITH_SOABI python/src/torch_ext.cpp)
+    target_include_directories(_torch SYSTEM PRIVATE ${_dw_torch_inc}
+                               ${_dw_torch_inc}/torch/csrc/api/include ${CUDAToolkit_INCLUDE_DIRS})
+    target_compile_definitions(_torch PRIVATE DEEPWELL_TORCH_VERSION="${_dw_torch_version}"
+                               _GLIBCXX_USE_CXX11_ABI=${_dw_torch_abi})
+    target_link_libraries(_torch PRIVATE deepwell ${_dw_torch_lib}/libc10.so
+                          ${_dw_torch_lib}/libc10_cuda.so ${_dw_torch_lib}/libtorch_cpu.so
+                          ${_dw_torch_lib}/libtorch_python.so)
+    set_target_properties(_torch PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${_dw_pkg}
+                          BUILD_RPATH "${_dw_torch_lib};${CMAKE_BINARY_DIR}/lib")
+  else()
+    message(STATUS "deepwell: no deepwell._torch (torch with CUDA is not importable)")
+  endif()
+endif()

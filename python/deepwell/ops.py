@@ -14,6 +14,7 @@ _ACTIVATIONS = {"none": 0, "relu": 1, "gelu": 2, "gelu_erf": 2, "gelu_tanh": 3, 
 
 
 _C = None
+_torch_gemm = None  # deepwell._torch.gemm once looked up; False where it is absent or not usable
 
 
 def _native():
@@ -175,6 +176,14 @@ def gemm(a, b, *, bias=None, c=None, alpha: float = 1.0, beta: float = 0.0,
     numpy dtype; default: a's dtype).
     """
     _check_epilogue(activation, alpha, beta)
+    if T.is_torch(a):
+        fast = _torch_gemm if _torch_gemm is not None else _load_torch_gemm()
+        if fast:
+            code = -1 if out_dtype is None or out is not None else _dtype_code(out_dtype)
+            d = fast(a, b, out, c, bias, residual, float(alpha), float(beta),
+                     _ACTIVATIONS[activation], code)
+            if d is not NotImplemented:
+                return d
     if out is None:
         shape = _gemm_out_shape(a, b)
         code = None if out_dtype is None else _dtype_code(out_dtype)
@@ -184,6 +193,26 @@ def gemm(a, b, *, bias=None, c=None, alpha: float = 1.0, beta: float = 0.0,
                    T.arg(bias, "bias"), T.arg(residual, "residual"), float(alpha), float(beta),
                    _ACTIVATIONS[activation], stream, None, alloc)
     return out
+
+
+def _load_torch_gemm():
+    """deepwell._torch.gemm (python/src/torch_ext.cpp): gemm for torch CUDA tensors without the
+    Python attribute reads and the Python-level output allocation (~10 us less host time per call,
+    which decides small-M GEMMs). Used only when it was built against the torch that is loaded;
+    DEEPWELL_TORCH_EXT=0 turns it off (the general path then runs every call)."""
+    global _torch_gemm
+    import os
+
+    _torch_gemm = False
+    if os.environ.get("DEEPWELL_TORCH_EXT", "1") == "0":
+        return False
+    try:
+        from . import _torch as ext
+    except ImportError:
+        return False
+    if ext.built_for == sys.modules["torch"].__version__:
+        _torch_gemm = ext.gemm
+    return _torch_gemm
 
 
 def _alloc_workspace(nbytes: int, device: int):

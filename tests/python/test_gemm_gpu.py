@@ -412,6 +412,153 @@ def test_cuda_argument_errors():
         deepwell.gemm(a, a, bias=torch.zeros(64, device=DEV))
 
 
+# ------------------------------------------------------------ the torch fast path (deepwell._torch)
+
+
+def _fast_path():
+    """deepwell._torch.gemm where this build has it (a CUDA build tree where torch imports), else
+    skip."""
+    import os
+
+    from deepwell import ops
+
+    pkg = os.path.dirname(deepwell.__file__)
+    if not any(f.startswith("_torch") and f.endswith(".so") for f in os.listdir(pkg)):
+        pytest.skip("deepwell._torch is not built here")
+    if os.environ.get("DEEPWELL_TORCH_EXT") == "0":
+        pytest.skip("DEEPWELL_TORCH_EXT=0")
+    fast = ops._torch_gemm if ops._torch_gemm is not None else ops._load_torch_gemm()
+    assert fast, "deepwell._torch is built but not used (built for another torch?)"
+    return fast
+
+
+def _general(monkeypatch):
+    """Turns the fast path off for the rest of the test: deepwell.gemm runs the general path."""
+    from deepwell import ops
+
+    monkeypatch.setattr(ops, "_torch_gemm", False)
+
+
+_FAST_CASES = [
+    # (batch, m, n, k, w_layout, dtype, out_dtype, epilogue)
+    (None, 1, 8, 16, "kk", torch.bfloat16, None, "none"),
+    (None, 7, 1000, 520, "kk", torch.bfloat16, None, "bias_gelu"),
+    (None, 128, 1024, 14336, "kk", torch.bfloat16, None, "none"),  # split-K: a workspace
+    (None, 1000, 1104, 520, "kn", torch.float16, None, "c_beta"),
+    (None, 300, 264, 4096, "kk", torch.bfloat16, torch.float32, "residual"),
+    (None, 64, 128, 64, "kk", torch.bfloat16, torch.float16, "none"),
+    (3, 100, 200, 64, "kk", torch.bfloat16, None, "bias_gelu"),
+]
+
+
+@pytest.mark.parametrize("case", _FAST_CASES)
+def test_torch_fast_path_matches_general_path(case, monkeypatch):
+    """The fast path (at::Tensor read directly, output from at::empty, c10's current stream)
+    returns what the general path does: same shape, dtype and values, each against float64."""
+    batch, m, n, k, layout, dtype, out_dtype, epi = case
+    fast = _fast_path()
+    lead = () if batch is None else (batch,)
+    a = torch.randn(*lead, m, k, device=DEV, dtype=dtype)
+    w = torch.randn(*lead, n, k, device=DEV, dtype=dtype)
+    b = w.transpose(-1, -2) if layout == "kk" else w.transpose(-1, -2).contiguous()
+    od = out_dtype or dtype
+    kw = {"out_dtype": out_dtype}
+    if epi == "bias_gelu":
+        kw.update(bias=torch.randn(n, device=DEV, dtype=od), activation="gelu_tanh")
+    elif epi == "c_beta":
+        kw.update(c=torch.randn(*lead, m, n, device=DEV, dtype=od), alpha=0.5, beta=-1.5)
+    elif epi == "residual":
+        kw.update(residual=torch.randn(*lead, m, n, device=DEV, dtype=od))
+    ref = reference(a, b, bias=kw.get("bias"), c=kw.get("c"), alpha=kw.get("alpha", 1.0),
+                    beta=kw.get("beta", 0.0), activation=kw.get("activation", "none"),
+                    residual=kw.get("residual"))
+    code = -1 if out_dtype is None else {torch.float32: 0, torch.float16: 1}[out_dtype]
+    direct = fast(a, b, None, kw.get("c"), kw.get("bias"), kw.get("residual"),
+                  float(kw.get("alpha", 1.0)), float(kw.get("beta", 0.0)),
+                  {"none": 0, "gelu_tanh": 3}[kw.get("activation", "none")], code)
+    y_fast = deepwell.gemm(a, b, **kw)
+    _general(monkeypatch)
+    y_general = deepwell.gemm(a, b, **kw)
+    for y in (direct, y_fast, y_general):
+        assert y.shape == (*lead, m, n) and y.dtype == od and y.device == a.device
+        assert rel_l2(y, ref) <= tol(od)
+    assert rel_l2(y_fast, y_general) <= 1e-3
+    # out= given: the same tensor comes back, every element written
+    out = nan_out((*lead, m, n), od)
+    kw.pop("out_dtype")
+    assert deepwell.ops._torch_gemm is False
+    monkeypatch.undo()
+    assert deepwell.gemm(a, b, out=out, **kw) is out
+    assert rel_l2(out, ref) <= tol(od)
+
+
+def test_torch_fast_path_errors_match_general_path(monkeypatch):
+    """Bad input raises the same exception with the same message on both paths; arguments the
+    fast path does not take (a tensor on the CPU, a numpy array, float64) reach the general path's
+    checks through NotImplemented."""
+    import numpy as np
+
+    _fast_path()
+    a = torch.randn(64, 64, device=DEV, dtype=torch.bfloat16)
+    bad = {
+        "rows not 16-byte multiples": lambda: deepwell.gemm(
+            torch.randn(64, 12, device=DEV, dtype=torch.bfloat16),
+            torch.randn(12, 64, device=DEV, dtype=torch.bfloat16)),
+        "misaligned b": lambda: deepwell.gemm(
+            a, torch.randn(64 * 64 + 1, device=DEV, dtype=torch.bfloat16)[1:].view(64, 64)),
+        "f32 operands": lambda: deepwell.gemm(a.float(), a.float()),
+        "f32 bias": lambda: deepwell.gemm(a, a, bias=torch.zeros(64, device=DEV)),
+        "K mismatch": lambda: deepwell.gemm(a, a[:32]),
+        "out of the wrong shape": lambda: deepwell.gemm(a, a, out=torch.empty_like(a)[:32]),
+        "out on the CPU": lambda: deepwell.gemm(a, a, out=torch.empty(64, 64, dtype=a.dtype)),
+        "b on the CPU": lambda: deepwell.gemm(a, a.cpu()),
+        "b a numpy array": lambda: deepwell.gemm(a, np.ones((64, 64), np.float32)),
+        "float64": lambda: deepwell.gemm(a.double(), a.double()),
+        "1-D a": lambda: deepwell.gemm(a[0], a),
+        "bad out_dtype": lambda: deepwell.gemm(a, a, out_dtype=torch.int32),
+    }
+
+    def outcome(fn):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - the type and message are what is compared
+            return type(e), str(e)
+        return None
+
+    fast = {name: outcome(fn) for name, fn in bad.items()}
+    _general(monkeypatch)
+    general = {name: outcome(fn) for name, fn in bad.items()}
+    for name in bad:
+        assert fast[name] is not None, f"{name}: no error on the fast path"
+        assert fast[name] == general[name], name
+
+
+def test_torch_fast_path_streams_and_graphs():
+    """The fast path launches on the caller's current stream (a side stream here) and is
+    capturable: a graph of a call with an allocated output replays on new input values."""
+    _fast_path()
+    a = torch.randn(128, 4096, device=DEV, dtype=torch.bfloat16)
+    w = torch.randn(1024, 4096, device=DEV, dtype=torch.bfloat16)
+    bias = torch.randn(1024, device=DEV, dtype=torch.bfloat16)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        y = deepwell.gemm(a, w.t(), bias=bias, activation="relu")
+    torch.cuda.current_stream().wait_stream(s)
+    assert rel_l2(y, reference(a, w.t(), bias=bias, activation="relu")) <= 1e-2
+
+    with torch.cuda.stream(s):  # warm-up outside the capture
+        deepwell.gemm(a, w.t(), bias=bias, activation="relu")
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = deepwell.gemm(a, w.t(), bias=bias, activation="relu")
+    a.copy_(torch.randn_like(a))
+    g.replay()
+    torch.cuda.synchronize()
+    assert rel_l2(y, reference(a, w.t(), bias=bias, activation="relu")) <= 1e-2
+
+
 # --------------------------------------------------------------------------------------------- fp8
 
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2

@@ -1,0 +1,200 @@
+// deepwell._torch: the host fast path of deepwell.gemm for torch CUDA tensors.
+//
+// deepwell._C reads a torch tensor through Python attribute calls (six per tensor) and the Python
+// layer allocates the output with new_empty: at M = 128 a bf16 GEMM's kernel runs ~16 us while
+// that glue cost ~10 us of host time, and the call is host-bound (docs/perf-notes.md, session 45).
+// This module reads at::Tensor directly, allocates with at::empty and takes the current stream
+// from c10, the way torch's own operators do. It is built only where torch is importable at
+// configure time (cmake/python.cmake) and used only under the torch version it was built for
+// (python/deepwell/ops.py). Anything it does not handle (a non-tensor argument, a tensor off CUDA,
+// an unknown dtype) returns NotImplemented, and the general path answers, with its errors; the
+// library's own validation errors raise here as in _C (ValueError, TypeError, ...).
+#include <Python.h>
+
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <exception>
+#include <string>
+
+#include "deepwell/deepwell.hpp"
+
+namespace {
+
+using deepwell::DType;
+using deepwell::Status;
+using deepwell::StatusCode;
+using deepwell::TensorView;
+
+// Python exception of a library status, as deepwell._C maps them.
+PyObject* raise(const Status& s) {
+  PyObject* type = PyExc_RuntimeError;
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument: type = PyExc_ValueError; break;
+    case StatusCode::kInvalidDType: type = PyExc_TypeError; break;
+    case StatusCode::kNotSupported: type = PyExc_NotImplementedError; break;
+    case StatusCode::kOutOfMemory: type = PyExc_MemoryError; break;
+    default: break;
+  }
+  PyErr_SetString(type, s.message().c_str());
+  return nullptr;
+}
+
+bool dtype_of(c10::ScalarType t, DType* out) {
+  switch (t) {
+    case c10::ScalarType::Float: *out = DType::kF32; return true;
+    case c10::ScalarType::Half: *out = DType::kF16; return true;
+    case c10::ScalarType::BFloat16: *out = DType::kBF16; return true;
+    case c10::ScalarType::Float8_e4m3fn: *out = DType::kE4M3; return true;
+    case c10::ScalarType::Float8_e5m2: *out = DType::kE5M2; return true;
+    case c10::ScalarType::Int: *out = DType::kI32; return true;
+    case c10::ScalarType::Byte: *out = DType::kU8; return true;
+    default: return false;
+  }
+}
+
+// The output dtype of a DW_DTYPE_* code (deepwell.h); false for codes gemm cannot write.
+bool scalar_type_of(long code, c10::ScalarType* out) {
+  switch (code) {
+    case 0: *out = c10::ScalarType::Float; return true;
+    case 1: *out = c10::ScalarType::Half; return true;
+    case 2: *out = c10::ScalarType::BFloat16; return true;
+    default: return false;
+  }
+}
+
+// A CUDA tensor's view; false when the general path should take the call.
+bool view_of(const at::Tensor& t, TensorView* v) {
+  if (!t.defined() || !t.is_cuda() || t.dim() > deepwell::kMaxDims) return false;
+  if (!dtype_of(t.scalar_type(), &v->dtype)) return false;
+  v->data = const_cast<void*>(t.const_data_ptr());
+  v->device = {deepwell::DeviceType::kCUDA, static_cast<int32_t>(t.get_device())};
+  v->ndim = static_cast<int32_t>(t.dim());
+  for (int i = 0; i < v->ndim; ++i) {
+    v->shape[i] = t.size(i);
+    v->strides[i] = t.stride(i);
+  }
+  return true;
+}
+
+// An optional tensor argument: None, or a CUDA tensor (else the general path takes the call).
+struct Arg {
+  TensorView view;
+  bool present = false;
+  bool ok = true;
+  explicit Arg(PyObject* o) {
+    if (o == Py_None) return;
+    ok = THPVariable_Check(o) && view_of(THPVariable_Unpack(o), &view);
+    present = ok;
+  }
+  const TensorView* get() const { return present ? &view : nullptr; }
+};
+
+// Workspace from torch's caching allocator on the current stream, alive until the call returns
+// (freed in stream order, as the Python path's torch.empty workspace).
+struct Workspace {
+  at::Tensor tensor;
+  c10::Device device;
+  std::string error;
+  static void* allocate(size_t bytes, void* user) {
+    auto* self = static_cast<Workspace*>(user);
+    try {
+      self->tensor = at::empty({static_cast<int64_t>(bytes)},
+                               at::TensorOptions().dtype(at::kByte).device(self->device));
+      return self->tensor.data_ptr();
+    } catch (const std::exception& e) {
+      self->error = e.what();
+      return nullptr;
+    }
+  }
+};
+
+// gemm(a, b, out, c, bias, residual, alpha, beta, activation, out_dtype_code) -> out, or
+// NotImplemented. out may be None (allocated here, like a's, of dtype out_dtype_code or a's
+// dtype when that is -1).
+PyObject* gemm(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 10) {
+    PyErr_SetString(PyExc_TypeError, "deepwell._torch.gemm: expected 10 arguments");
+    return nullptr;
+  }
+  if (!THPVariable_Check(args[0]) || !THPVariable_Check(args[1])) Py_RETURN_NOTIMPLEMENTED;
+  const double alpha = PyFloat_AsDouble(args[6]);
+  const double beta = PyFloat_AsDouble(args[7]);
+  const long activation = PyLong_AsLong(args[8]);
+  const long out_code = PyLong_AsLong(args[9]);
+  if (PyErr_Occurred()) return nullptr;
+  try {
+    const at::Tensor& a = THPVariable_Unpack(args[0]);
+    const at::Tensor& b = THPVariable_Unpack(args[1]);
+    deepwell::GemmArgs g;
+    if (!view_of(a, &g.a) || !view_of(b, &g.b)) Py_RETURN_NOTIMPLEMENTED;
+    Arg c(args[3]), bias(args[4]), residual(args[5]);
+    if (!c.ok || !bias.ok || !residual.ok) Py_RETURN_NOTIMPLEMENTED;
+    PyObject* out_obj = args[2];
+    at::Tensor fresh;
+    if (out_obj == Py_None) {
+      // The output shape of ops._gemm_out_shape; other ranks go to the general path's errors.
+      const int64_t an = a.dim(), bn = b.dim();
+      if (an < 2 || an > 3 || bn < 2 || bn > 3) Py_RETURN_NOTIMPLEMENTED;
+      c10::ScalarType st = a.scalar_type();
+      if (out_code != -1 && !scalar_type_of(out_code, &st)) Py_RETURN_NOTIMPLEMENTED;
+      const at::TensorOptions opts = a.options().dtype(st);
+      if (an == 2 && bn == 2) {
+        fresh = at::empty({a.size(0), b.size(1)}, opts);
+      } else {
+        const int64_t batch = std::max<int64_t>(an == 3 ? a.size(0) : 1, bn == 3 ? b.size(0) : 1);
+        fresh = at::empty({batch, a.size(-2), b.size(-1)}, opts);
+      }
+      if (!view_of(fresh, &g.d)) Py_RETURN_NOTIMPLEMENTED;
+    } else {
+      if (!THPVariable_Check(out_obj) || !view_of(THPVariable_Unpack(out_obj), &g.d)) {
+        Py_RETURN_NOTIMPLEMENTED;
+      }
+    }
+    g.c = c.get();
+    g.bias = bias.get();
+    g.residual = residual.get();
+    g.alpha = static_cast<float>(alpha);
+    g.beta = static_cast<float>(beta);
+    g.activation = static_cast<deepwell::Activation>(activation);
+    Workspace ws{at::Tensor(), a.device(), {}};
+    deepwell::Context ctx;
+    ctx.stream = c10::cuda::getCurrentCUDAStream(a.get_device()).stream();
+    ctx.allocate_workspace = &Workspace::allocate;
+    ctx.allocator_user = &ws;
+    const Status s = deepwell::gemm(g, ctx);
+    if (!ws.error.empty()) {
+      PyErr_SetString(PyExc_MemoryError, ("gemm: workspace allocation failed: " + ws.error).c_str());
+      return nullptr;
+    }
+    if (!s.ok()) return raise(s);
+    if (fresh.defined()) return THPVariable_Wrap(std::move(fresh));
+    Py_INCREF(out_obj);
+    return out_obj;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+}
+
+PyMethodDef methods[] = {
+    {"gemm", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&gemm)), METH_FASTCALL,
+     "gemm(a, b, out, c, bias, residual, alpha, beta, activation, out_dtype_code) -> out or "
+     "NotImplemented"},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "_torch",
+                      "deepwell's host fast path for torch CUDA tensors", -1, methods};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__torch() {
+  PyObject* m = PyModule_Create(&module);
+  if (m != nullptr && PyModule_AddStringConstant(m, "built_for", DEEPWELL_TORCH_VERSION) < 0) {
+    Py_DECREF(m);
+    return nullptr;
+  }
+  return m;
+}
