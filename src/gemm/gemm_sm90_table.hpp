@@ -155,6 +155,8 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 //   M <= 128, N <= 6144 and a cooperative 128x64 kernel exists
 //       -> 128x64 (four times the CTAs of 128x256); split-K 2 when K >= 8192 and 2 T <= S, else
 //          data-parallel
+//   16-bit x @ w.t() (the own 128x256 kernel), 2048 <= K <= 8192, its tiles one wave >= 5/6 full
+//       -> the own 128x256, data-parallel
 //   M <= 256 (one or two 128-row tiles) and a cooperative 128x128 kernel smaller than the largest
 //       -> 128x128 (twice the CTAs of 128x256 over a weight-bandwidth-bound problem);
 //          split-K over min(S / T, K tiles / 4, 3) when that is >= 2, else data-parallel
@@ -509,6 +511,18 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
       p.splits = 1;
     }
     return p;
+  }
+  // One wave of the own 128x256 tile (16-bit x @ w.t()), at least 5/6 full, K = 2048-8192:
+  // its tiles run at cuBLAS's rate (session 36) where the 128x128 tiles below (cooperative or
+  // ping-pong) need 1.7-2 waves. H100, session 45, CUDA-graph us per call, weights from DRAM, the
+  // plan before -> own 128x256 (torch.matmul): 128x28672x4096 (112 tiles) 93.6 (128x128) ->
+  // 90.6 (90.6), 1024x4096x4096 (128) 51.0 (ping-pong) -> 47.3 (45.5). Fewer tiles lose
+  // (128x10240x8192, 40: 65.6 -> 89.1), and so does a wave and a half (1024x6144x4096, 192
+  // tiles: 74.7 -> 88.2). Shorter K, where the ping-pong tile hides more of each epilogue, was
+  // not measured and keeps its plans.
+  if (own != nullptr && own->tile_n == 256 && kdim >= 2048 && kdim <= 8192) {
+    const int64_t own_tiles = ceil_div(m, own->tile_m) * ceil_div(n, own->tile_n) * batch;
+    if (own_tiles <= sms && 6 * own_tiles >= 5 * sms) return own_plan(*own);
   }
   if (small != nullptr &&
       int64_t{small->tile_m} * small->tile_n < int64_t{largest->tile_m} * largest->tile_n &&

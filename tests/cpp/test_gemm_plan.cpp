@@ -649,7 +649,12 @@ TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
               wide_tiny ? P({64, 96}, Schedule::kPingpong) : P({128, 64}, Schedule::kCooperative));
     EXPECT_EQ(pick(128, 10240, 8192), wide_tiny ? P({64, 160}, Schedule::kPingpong)
                                                 : P({128, 128}, Schedule::kCooperative));
-    EXPECT_EQ(pick(1024, 4096, 4096), P({128, 128}, Schedule::kPingpong));
+    // one wave of the own 128x256 tile, at least 5/6 full, where the group has it
+    EXPECT_EQ(pick(1024, 4096, 4096), own ? P({128, 256}, Schedule::kFp8Promoted)
+                                          : P({128, 128}, Schedule::kPingpong));
+    EXPECT_EQ(pick(128, 28672, 4096), own ? P({128, 256}, Schedule::kFp8Promoted)
+                                          : P({128, 128}, Schedule::kCooperative));
+    EXPECT_EQ(pick(1024, 6144, 4096), P({128, 128}, Schedule::kPingpong));  // 1.5 waves
     EXPECT_EQ(pick(4096, 4096, 4096), P({128, 128}, Schedule::kPingpong));
     // stream-K on CUTLASS's 128x256, but the own 128x256 data-parallel up to K = 8192
     EXPECT_EQ(pick(8192, 8192, 8192), own ? P({128, 256}, Schedule::kFp8Promoted)
