@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "deepwell/deepwell.hpp"
+#include "py_status.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -26,15 +27,7 @@ using deepwell::TensorView;
 namespace {
 
 [[noreturn]] void raise(const Status& s) {
-  PyObject* type = PyExc_RuntimeError;
-  switch (s.code()) {
-    case StatusCode::kInvalidArgument: type = PyExc_ValueError; break;
-    case StatusCode::kInvalidDType: type = PyExc_TypeError; break;
-    case StatusCode::kNotSupported: type = PyExc_NotImplementedError; break;
-    case StatusCode::kOutOfMemory: type = PyExc_MemoryError; break;
-    default: break;
-  }
-  PyErr_SetString(type, s.message().c_str());
+  PyErr_SetString(deepwell::python::exception_type(s.code()), s.message().c_str());
   throw nb::python_error();
 }
 

@@ -20,25 +20,17 @@
 #include <string>
 
 #include "deepwell/deepwell.hpp"
+#include "py_status.hpp"
 
 namespace {
 
 using deepwell::DType;
 using deepwell::Status;
-using deepwell::StatusCode;
 using deepwell::TensorView;
 
-// Python exception of a library status, as deepwell._C maps them.
+// The Python exception of a library status, as deepwell._C raises it.
 PyObject* raise(const Status& s) {
-  PyObject* type = PyExc_RuntimeError;
-  switch (s.code()) {
-    case StatusCode::kInvalidArgument: type = PyExc_ValueError; break;
-    case StatusCode::kInvalidDType: type = PyExc_TypeError; break;
-    case StatusCode::kNotSupported: type = PyExc_NotImplementedError; break;
-    case StatusCode::kOutOfMemory: type = PyExc_MemoryError; break;
-    default: break;
-  }
-  PyErr_SetString(type, s.message().c_str());
+  PyErr_SetString(deepwell::python::exception_type(s.code()), s.message().c_str());
   return nullptr;
 }
 
