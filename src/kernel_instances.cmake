@@ -69,6 +69,7 @@ set(DEEPWELL_CUDA_SOURCES
   src/gemm/gemm_inst_bf16_kk_f16_128x128.cu
   # gemm, sm_90a, deepwell's own fp8 main loop (src/gemm/fp8_sm90_kernel.cuh); rows of the same table
   src/gemm/fp8_sm90_inst_bf16_kk_bf16_ws_128x256.cu
+  src/gemm/fp8_sm90_inst_bf16_kk_bf16_ws_128x192.cu
   src/gemm/fp8_sm90_inst_f16_kk_f16_ws_128x256.cu
   src/gemm/fp8_sm90_inst_e4m3_kk_bf16_ws_128x192.cu
   src/gemm/fp8_sm90_inst_e4m3_kk_f16_ws_128x192.cu

@@ -147,7 +147,7 @@ struct WgmmaOp<96, true> {
   using Op = cute::SM90::GMMA::MMA_64x96x32_F32E4M3E5M2_SS_TN<>;
 };
 
-// 16-bit operands, both K-major (the compiled 16-bit rows are 128x256).
+// 16-bit operands, both K-major (the compiled 16-bit rows are 128x256, and bf16 128x192).
 template <int kN, bool kF16>
 struct WgmmaOp16;
 template <>
@@ -159,6 +159,11 @@ template <>
 struct WgmmaOp16<256, true> {
   using Op = cute::SM90::GMMA::MMA_64x256x16_F32F16F16_SS<cute::SM90::GMMA::Major::K,
                                                            cute::SM90::GMMA::Major::K>;
+};
+template <>
+struct WgmmaOp16<192, false> {  // bf16 128x192 (branch s46-bf16-192)
+  using Op = cute::SM90::GMMA::MMA_64x192x16_F32BF16BF16_SS<cute::SM90::GMMA::Major::K,
+                                                             cute::SM90::GMMA::Major::K>;
 };
 template <class In, int kN, bool kE5M2B>
 using WgmmaOpFor = typename std::conditional_t<In::k16Bit, WgmmaOp16<kN, In::kF16>,

@@ -95,6 +95,7 @@ constexpr bool fp8_operands(const KernelSpec& k) {
   X(e4m3_kk_f32_block_128x128, kE4M3,   kF32,  true,     true,     kBlock,    128, 128, 128, 1, 2, kCooperative, true)  \
   X(e4m3e5m2_kk_f32_128x128, kE4M3xE5M2, kF32, true,     true,     kTensorRow,128, 128, 128, 1, 2, kCooperative, true)  \
   X(bf16_kk_bf16_ws_128x256, kBF16,     kBF16, true,     true,     kNone,     128, 256,  64, 1, 1, kFp8Promoted, false)  \
+  X(bf16_kk_bf16_ws_128x192, kBF16,     kBF16, true,     true,     kNone,     128, 192,  64, 1, 1, kFp8Promoted, false)  \
   X(f16_kk_f16_ws_128x256, kF16,        kF16,  true,     true,     kNone,     128, 256,  64, 1, 1, kFp8Promoted, false)  \
   X(e4m3_kk_bf16_ws_128x192, kE4M3,     kBF16, true,     true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
   X(e4m3_kk_f16_ws_128x192, kE4M3,      kF16,  true,     true,     kTensorRow,128, 192, 128, 1, 1, kFp8Promoted, false)  \
@@ -346,7 +347,7 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   // tiles, 11 x 160, -8.3 %) measured 0.92 -> 0.95x torch._scaled_mm (H100). Its tiles are 5-15 %
   // slower per flop (8192^3: 0.80x vs 0.95x), so a near tie keeps the wide tile.
   auto own_tile = [&]() -> const KernelSpec* {
-    if (own_narrow == nullptr) return own;
+    if (own_narrow == nullptr || !fp8_operands(*own)) return own;  // 16-bit: the rule below
     auto wave_columns = [&](const KernelSpec& k) {
       return ceil_div(ceil_div(m, k.tile_m) * ceil_div(n, k.tile_n) * batch, sms) * k.tile_n;
     };
@@ -520,9 +521,23 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   // (128x10240x8192, 40: 65.6 -> 89.1), and so does a wave and a half (1024x6144x4096, 192
   // tiles: 74.7 -> 88.2). Shorter K, where the ping-pong tile hides more of each epilogue, was
   // not measured and keeps its plans.
+  // Likewise two rounds, the second at least 5/6 full, of the own 128x256 or else of the group's
+  // own 128x192 (bf16), which turns 128x256's wave and a half into two whole rounds. H200,
+  // session 46, CUDA-graph us per call, ping-pong (the plan before) / own 128x256 / own 128x192
+  // (torch.matmul): 2048x4096x4096 (256 / 352 tiles) 102.7 / 95.2 / 115.0 (89.9); 1536x4096x4096
+  // (192 / 264) 74.1 / 87.1 / 69.9 (68.5); 1024x6144x4096 (192 / 256) 72.4 / 87.8 / 69.4
+  // (69.8); 1024x6144x8192 140.3 / 166.6 / 134.1 (135.7). Three rounds lose to ping-pong
+  // (4096x6144x4096, 384 / 512 tiles: 281 / 305 / 298). Two rounds at M <= 256 (bound by the
+  // weight's bandwidth) were not measured and keep their plans.
   if (own != nullptr && own->tile_n == 256 && kdim >= 2048 && kdim <= 8192) {
-    const int64_t own_tiles = ceil_div(m, own->tile_m) * ceil_div(n, own->tile_n) * batch;
-    if (own_tiles <= sms && 6 * own_tiles >= 5 * sms) return own_plan(*own);
+    for (const KernelSpec* k : {own, own_narrow}) {
+      if (k == nullptr) continue;
+      const int64_t own_tiles = ceil_div(m, k->tile_m) * ceil_div(n, k->tile_n) * batch;
+      const int64_t rounds = ceil_div(own_tiles, sms);
+      if ((rounds == 1 || (rounds == 2 && m > 256)) && 6 * own_tiles >= (6 * rounds - 1) * sms) {
+        return own_plan(*k);
+      }
+    }
   }
   if (small != nullptr &&
       int64_t{small->tile_m} * small->tile_n < int64_t{largest->tile_m} * largest->tile_n &&
@@ -634,7 +649,7 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
   const bool own_fp8 = own != nullptr && fp8_operands(*own);
   if (own != nullptr && p.decomposition == Decomposition::kSplitK &&
       (own_fp8 || kdim >= 12288)) {
-    const KernelSpec* k = own_block ? own_block_small : own_narrow;
+    const KernelSpec* k = own_block ? own_block_small : own_fp8 ? own_narrow : nullptr;
     if (k == nullptr) k = own;
     Plan q = plan_for(*k, m, n, kdim, batch, sm_count);  // own kernels: data-parallel
     const int64_t k_tiles = ceil_div(m, k->tile_m) * ceil_div(n, k->tile_n) * batch;

@@ -561,8 +561,13 @@ TEST(GemmPlan, OwnNarrowTileWhereCutlassWouldSplitK) {
 
 TEST(GemmPlan, OwnNarrowTileOnlyWhereItCutsTheWaveColumns) {
   constexpr KernelSpec cutlass = spec("fp8 cutlass", 128, 128, Schedule::kCooperative, true);
-  constexpr KernelSpec wide = spec("own 128x192", 128, 192, Schedule::kFp8Promoted, false);
-  constexpr KernelSpec narrow = spec("own 128x160", 128, 160, Schedule::kFp8Promoted, false);
+  // fp8 operands: 16-bit groups pick their narrower own tile by the two-round rule instead
+  constexpr auto fp8 = [](KernelSpec k) {
+    k.operands = Operands::kE4M3;
+    return k;
+  };
+  constexpr KernelSpec wide = fp8(spec("own 128x192", 128, 192, Schedule::kFp8Promoted, false));
+  constexpr KernelSpec narrow = fp8(spec("own 128x160", 128, 160, Schedule::kFp8Promoted, false));
   // table order: the wide row first
   for (const auto& group : {std::array<const KernelSpec*, 3>{&cutlass, &wide, &narrow},
                             std::array<const KernelSpec*, 3>{&wide, &narrow, &cutlass}}) {
@@ -577,8 +582,8 @@ TEST(GemmPlan, OwnNarrowTileOnlyWhereItCutsTheWaveColumns) {
     EXPECT_EQ(pick(8192, 4096, 14336), &wide);    // 11 x 192 vs 13 x 160
     EXPECT_EQ(pick(16384, 7168, 2048), &wide);    // 37 x 192 vs 44 x 160
     EXPECT_EQ(pick(4096, 4096, 4096), &wide);     // 6 x 192 vs 7 x 160
-    // M = 128 stays on CUTLASS's split-K
-    EXPECT_EQ(pick(128, 6144, 4096), &cutlass);
+    // M = 128: fp8 leaves CUTLASS's split-K for the narrower own tile (session 41)
+    EXPECT_EQ(pick(128, 6144, 4096), &narrow);
   }
   // the own kernels alone (no CUTLASS row): the same choice
   const KernelSpec* own_only[] = {&wide, &narrow};
@@ -623,7 +628,8 @@ TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
     SCOPED_TRACE(std::string(group[0] != nullptr ? group[0]->name : "empty group"));
     // x @ w.t() also has the own main loop's 128x256 row, bf16 two more ping-pong tiles and
     // two 1x4-cluster ones
-    ASSERT_EQ(count, 5u + (own ? 1u : 0u) + (wide_tiny ? 4u : 0u));
+    // (bf16 x @ w.t() also the own 128x192)
+    ASSERT_EQ(count, 5u + (own ? 1u : 0u) + (wide_tiny ? 5u : 0u));
     auto pick = [&](int64_t m, int64_t n, int64_t k) {
       const KernelSpec* s = choose_plan(group.data(), count, m, n, k, 1, kSms).kernel;
       return std::make_pair(std::make_pair(s->tile_m, s->tile_n), s->schedule);
@@ -654,7 +660,15 @@ TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
                                           : P({128, 128}, Schedule::kPingpong));
     EXPECT_EQ(pick(128, 28672, 4096), own ? P({128, 256}, Schedule::kFp8Promoted)
                                           : P({128, 128}, Schedule::kCooperative));
-    EXPECT_EQ(pick(1024, 6144, 4096), P({128, 128}, Schedule::kPingpong));  // 1.5 waves
+    // two rounds, the second >= 5/6 full: the own 128x256 (2048x4096: 256 tiles), else the
+    // own 128x192 (bf16 only; 1024x6144: 192 tiles of 128x256, 256 of 128x192)
+    EXPECT_EQ(pick(2048, 4096, 4096), own ? P({128, 256}, Schedule::kFp8Promoted)
+                                          : P({128, 128}, Schedule::kPingpong));
+    EXPECT_EQ(pick(1024, 6144, 4096), wide_tiny ? P({128, 192}, Schedule::kFp8Promoted)
+                                                : P({128, 128}, Schedule::kPingpong));
+    EXPECT_EQ(pick(1536, 4096, 4096), wide_tiny ? P({128, 192}, Schedule::kFp8Promoted)
+                                                : P({128, 128}, Schedule::kPingpong));
+    EXPECT_EQ(pick(256, 28672, 4096).second, Schedule::kCooperative);  // M <= 256: not measured
     EXPECT_EQ(pick(4096, 4096, 4096), P({128, 128}, Schedule::kPingpong));
     // stream-K on CUTLASS's 128x256, but the own 128x256 data-parallel up to K = 8192
     EXPECT_EQ(pick(8192, 8192, 8192), own ? P({128, 256}, Schedule::kFp8Promoted)

@@ -360,7 +360,8 @@ _FORCED_16BIT = [(f, "bfloat16", "kk") for f in [
     "bf16_kk_bf16_pp_128x128,dp,1,h,2", "bf16_kk_bf16_pp_64x64,dp",
     "bf16_kk_bf16_pp_64x96,dp", "bf16_kk_bf16_pp_64x160,dp",
     "bf16_kk_bf16_128x64_n4,dp", "bf16_kk_bf16_pp_64x64_n4,dp",
-    "bf16_kk_bf16_ws_128x256,dp", "bf16_kk_bf16_ws_128x256,tail,4"]] + [(f, "bfloat16", "kn") for f in [
+    "bf16_kk_bf16_ws_128x256,dp", "bf16_kk_bf16_ws_128x256,tail,4",
+    "bf16_kk_bf16_ws_128x192,dp", "bf16_kk_bf16_ws_128x192,tail,2"]] + [(f, "bfloat16", "kn") for f in [
     "bf16_kn_bf16_128x256,dp", "bf16_kn_bf16_128x128,dp", "bf16_kn_bf16_128x128,splitk,3",
     "bf16_kn_bf16_128x64,dp", "bf16_kn_bf16_128x64,splitk,3", "bf16_kn_bf16_128x64,streamk",
     "bf16_kn_bf16_pp_128x128,dp,1,h,2", "bf16_kn_bf16_pp_64x64,dp"]] + [
