@@ -156,8 +156,9 @@ constexpr const KernelSpec* find_kernel(std::string_view name) {
 //   M <= 128, N <= 6144 and a cooperative 128x64 kernel exists
 //       -> 128x64 (four times the CTAs of 128x256); split-K 2 when K >= 8192 and 2 T <= S, else
 //          data-parallel
-//   16-bit x @ w.t() (the own 128x256 kernel), 2048 <= K <= 8192, its tiles one wave >= 5/6 full
-//       -> the own 128x256, data-parallel
+//   16-bit x @ w.t() (the own 128x256 kernel), 2048 <= K <= 8192, its tiles one round >= 5/6
+//       full, or (M > 256) two rounds with the second >= 5/6 full; else the same for the own
+//       128x192 (bf16) -> that own tile, data-parallel
 //   M <= 256 (one or two 128-row tiles) and a cooperative 128x128 kernel smaller than the largest
 //       -> 128x128 (twice the CTAs of 128x256 over a weight-bandwidth-bound problem);
 //          split-K over min(S / T, K tiles / 4, 3) when that is >= 2, else data-parallel
