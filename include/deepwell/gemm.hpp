@@ -93,11 +93,18 @@ struct GemmFp8Args {
 // decode both operands to fp32 and run the reference GEMM. CUDA (sm_90a), fp8 tensor cores:
 // kTensor and kRow with e4m3 x e4m3 or e4m3 x e5m2 (either order when d is column-major; scales
 // applied in the epilogue, products accumulated in fp32 promoted every 128 of K), kBlock with
-// e4m3 x e4m3 (scales promoted in the main loop every 128 of K); a bf16, f16 or f32 d. Emulated
-// on the bf16 kernels (both operands decoded to bf16 in the workspace -- exact, as an fp8 value
-// times a power of two fits bf16 -- then an fp32-accumulating bf16 GEMM; about half the fp8
-// rate): kMx, and kTensor calls the fp8 kernels do not cover (e5m2 first). c, residual and bias
-// have d's dtype; anything else: kNotSupported naming the argument.
+// e4m3 x e4m3 (scales promoted in the main loop every 128 of K); a bf16, f16 or f32 d. kMx with
+// e4m3 x e4m3, one batch and unit stride along K runs the kBlock kernels on a recast of both
+// operands in the workspace: each 32-element sub-block's scale is folded into its fp8 data by a
+// power of two so that 1x128 (A) / 128x128 (B, with a per-column factor in the epilogue) fp32
+// scales carry the rest. That changes only elements below ~2^-14 of the largest magnitude in
+// their row's 128-block of K (A) or in their column (B), and those by at most ~2^-18 of it
+// (they round at e4m3's subnormal step); the environment variable DEEPWELL_MX_EXACT=1 turns the
+// recast off. Emulated on the bf16 kernels (both operands decoded to bf16 in the workspace --
+// exact, as an fp8 value times a power of two fits bf16 -- then an fp32-accumulating bf16 GEMM;
+// about half the fp8 rate): the other kMx calls, and kTensor calls the fp8 kernels do not cover
+// (e5m2 first). c, residual and bias have d's dtype; anything else: kNotSupported naming the
+// argument.
 DEEPWELL_API Status gemm_fp8(const GemmFp8Args& args, const Context& ctx = {});
 DEEPWELL_API Status gemm_fp8_workspace_size(const GemmFp8Args& args, size_t* bytes);
 

@@ -260,8 +260,12 @@ def gemm_fp8(a, b, scale_a, scale_b, *, granularity: str = "tensor", bias=None, 
       "mx":     ue8m0 (float8_e8m0fnu or uint8) scale_a (M, ceil(K/32)), scale_b (N, ceil(K/32))
     out_dtype: bfloat16 (default), float16 or float32; bias, c and residual have the output dtype
     on CUDA. CUDA runs tensor / row / block scaling on the fp8 tensor cores (any of the three
-    output dtypes; e4m3 first, block scaling e4m3 x e4m3 only), and "mx" and e5m2-first "tensor"
-    calls exactly on the bf16 kernels after decoding both operands to bf16.
+    output dtypes; e4m3 first, block scaling e4m3 x e4m3 only). "mx" with e4m3 x e4m3 and no batch
+    runs the block kernels on a recast of both operands (each 32-element scale folded into the
+    fp8 data by a power of two; only elements below ~2^-14 of the largest magnitude in their
+    row's 128-block of K (a) or their column (b) change, by at most ~2^-18 of it; environment
+    DEEPWELL_MX_EXACT=1 turns it off); other "mx" calls and e5m2-first "tensor" calls run exactly
+    on the bf16 kernels after decoding both operands to bf16.
     """
     if granularity not in _FP8_SCALING:
         raise ValueError(f"argument 'granularity': expected one of {sorted(_FP8_SCALING)}, "

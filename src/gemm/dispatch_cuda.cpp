@@ -8,7 +8,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/cuda_utils.hpp"
@@ -108,9 +110,13 @@ Status check_layout(std::string_view op, const Mat& x, bool prefer_row, Layout* 
 // A transposed copy of an operand in the workspace, made before the GEMM.
 struct Copy {
   bool decode = false;  // an fp8 -> bf16 decode (`d`) rather than a transpose (`t`)
+  bool mx = false;      // an MXFP8 recast onto block scales (`x`)
   sm90::Transpose t;
   sm90::DecodeFp8 d;
+  sm90::MxToBlock x;
   size_t offset = 0, bytes = 0;
+  // mx: where the block scales, row scales and exponents start, from `offset`
+  size_t mx_block_at = 0, mx_rows_at = 0, mx_exps_at = 0;
 };
 
 // Everything one call needs, decided without touching the device.
@@ -176,6 +182,41 @@ int decode_copy(Call* call, const Mat& x, const Matrix* scales, int64_t batch) {
   d.dst_bs = x.rows * d.ld;
   c.bytes = static_cast<size_t>(d.batch * d.dst_bs * 2);
   return static_cast<int>(add_copy(call, c));
+}
+
+// The MXFP8 e4m3 (rows, k) kernel operand recast for the block kernels (sm90::MxToBlock): e4m3
+// data (rows, ld) and the block scales, and on the columns side (kernel B) the row scales and the
+// exponents of step 1.
+int mx_copy(Call* call, const Mat& x, const Matrix& scales, bool columns) {
+  Copy c;
+  c.mx = true;
+  sm90::MxToBlock& m = c.x;
+  m.src = x.data;
+  m.rows = x.rows;
+  m.cols = x.cols;
+  m.rs = x.rs;
+  m.scales = scales.data;
+  m.s_rs = scales.row_stride;
+  m.s_cs = scales.col_stride;
+  m.columns = columns;
+  m.ld = round_up(x.cols, 16);
+  const int64_t kb128 = (x.cols + 127) / 128, nb = (x.rows + 127) / 128;
+  m.block_ld = columns ? kb128 : round_up(x.rows, 4);
+  c.mx_block_at = static_cast<size_t>(round_up(x.rows * m.ld, kAlign));
+  const int64_t block_bytes = 4 * (columns ? nb * kb128 : kb128 * m.block_ld);
+  c.mx_rows_at = c.mx_block_at + static_cast<size_t>(round_up(block_bytes, kAlign));
+  c.mx_exps_at = c.mx_rows_at + (columns ? static_cast<size_t>(round_up(4 * x.rows, kAlign)) : 0);
+  const int64_t kb32 = (x.cols + 31) / 32;
+  c.bytes = c.mx_exps_at +
+            (columns ? static_cast<size_t>(4 * (x.rows + nb * kb128 + x.rows * kb32)) : 0);
+  return static_cast<int>(add_copy(call, c));
+}
+
+// Whether MXFP8 runs the exact bf16 path (decode, bf16 GEMM) where the block recast could run:
+// DEEPWELL_MX_EXACT set to anything but "" or "0".
+bool mx_exact_requested() {
+  const char* e = std::getenv("DEEPWELL_MX_EXACT");
+  return e != nullptr && *e != '\0' && std::string_view(e) != "0";
 }
 
 // Makes a (rows, k) kernel operand K-major in the workspace: dst (rows, ld) with ld a multiple of
@@ -262,8 +303,24 @@ Status prepare(const Problem& p, const Fp8Problem* f, Call* call) {
   // promotes every 32 of K), tensor scaling for other outputs or e5m2 first operands. Both
   // operands are decoded to bf16 in the workspace (exact: an fp8 mantissa, times a power of two,
   // fits bf16), the tensor scales go to the epilogue's alpha, and the products accumulate in fp32.
+  // MXFP8 e4m3 x e4m3 with one batch and K-contiguous operands instead runs the block kernels
+  // (fp8 tensor cores, one promotion per 128 of K) on a recast of both operands (sm90::MxToBlock:
+  // sub-block scales folded into the data by powers of two; an element changes only where it is
+  // below ~2^-14 of the largest magnitude in its row's 128-block of K (A) or in its column (B),
+  // and then by at most ~2^-18 of that). DEEPWELL_MX_EXACT=1 keeps the exact bf16 path.
+  bool mx_block = false;
+  if (f && f->scaling == Fp8Scaling::kMx && A.dtype == DType::kE4M3 &&
+      B.dtype == DType::kE4M3 && p.batch == 1 && (A.cs == 1 || A.cols <= 1) &&
+      (B.cs == 1 || B.cols <= 1) && !mx_exact_requested()) {
+    // (the own block kernels: CUTLASS's block epilogue has no column scales, so an f32 D,
+    // which only CUTLASS's block kernel writes, keeps the exact path)
+    for (const KernelSpec& k : sm90::kKernels) {
+      mx_block |= k.operands == Operands::kE4M3 && k.scaling == Scaling::kBlock &&
+                  k.out == p.d.dtype && k.schedule == sm90::Schedule::kFp8Promoted;
+    }
+  }
   bool emulate = false;
-  if (f && f->scaling == Fp8Scaling::kMx) emulate = true;
+  if (f && f->scaling == Fp8Scaling::kMx) emulate = !mx_block;
   if (f && f->scaling == Fp8Scaling::kTensor) {
     bool native = false;
     for (const KernelSpec& k : sm90::kKernels) {
@@ -293,6 +350,17 @@ Status prepare(const Problem& p, const Fp8Problem* f, Call* call) {
         return arg_error(op, "scale_a", "4-byte aligned scale pointers", "a misaligned pointer");
       }
     }
+  } else if (mx_block) {
+    // kernel A's rows take 1x128 scales, kernel B's 128x128 ones and the epilogue's scale_n
+    call->a_copy = mx_copy(call, A, swap ? f->scale_b : f->scale_a, false);
+    call->b_copy = mx_copy(call, B, swap ? f->scale_a : f->scale_b, true);
+    A.rs = call->copies[call->a_copy].x.ld, A.cs = 1, A.bs = 0;
+    B.rs = call->copies[call->b_copy].x.ld, B.cs = 1, B.bs = 0;
+    A.data = B.data = nullptr;  // set to the copies at run time
+    call->scaling = Scaling::kBlock;
+    l.sfa_ld = round_up(l.m, 4);
+    l.sfa_rs = 1;
+    l.sfb_ld = (l.k + 127) / 128;
   } else if (f) {
     if (A.dtype != DType::kE4M3) {
       return arg_error(op, A.name,
@@ -310,7 +378,9 @@ Status prepare(const Problem& p, const Fp8Problem* f, Call* call) {
   }
   call->operands = operands_of(A.dtype, B.dtype);
   for (const KernelSpec& k : sm90::kKernels) {
-    if (k.operands == call->operands && k.scaling == call->scaling && k.out == call->out) {
+    if (k.operands == call->operands && k.scaling == call->scaling && k.out == call->out &&
+        (!mx_block || k.schedule == sm90::Schedule::kFp8Promoted ||
+         k.schedule == sm90::Schedule::kSkinny)) {
       call->candidates.push_back(&k);
     }
   }
@@ -330,7 +400,7 @@ Status prepare(const Problem& p, const Fp8Problem* f, Call* call) {
 
   // ---- operand layouts (the decoded copies are K-major and aligned by construction)
   Layout al{true, A.rs}, bl{true, B.rs};
-  if (!emulate) {
+  if (!emulate && !mx_block) {
     DW_TRY(check_layout(op, A, true, &al));
     DW_TRY(check_layout(op, B, true, &bl));
   }
@@ -447,7 +517,7 @@ Status prepare(const Problem& p, const Fp8Problem* f, Call* call) {
   l.activation = static_cast<int32_t>(p.activation);
 
   // ---- fp8 scales (native kernels)
-  if (f && !emulate) {
+  if (f && !emulate && !mx_block) {
     auto check_vector = [&](const char* name, const Matrix& s, int64_t len) -> Status {
       const int64_t stride = s.row_stride + s.col_stride;  // one of them is 0
       if (len > 1 && stride != 1) {
@@ -532,7 +602,7 @@ Status prepare(const Problem& p, const Fp8Problem* f, Call* call) {
         }
         break;
       }
-      case Fp8Scaling::kMx: break;  // emulated on the bf16 kernels
+      case Fp8Scaling::kMx: break;  // the bf16 kernels or the block recast (above)
     }
   }
 
@@ -640,6 +710,19 @@ Status run(Call* call, const Context& ctx) {
     if (c.decode) {
       c.d.dst = dst;
       DW_TRY(sm90::decode_fp8(c.d, ctx.stream));
+    } else if (c.mx) {
+      auto* base = static_cast<uint8_t*>(dst);
+      c.x.dst = dst;
+      c.x.block_scales = reinterpret_cast<float*>(base + c.mx_block_at);
+      if (c.x.columns) {
+        c.x.row_scales = reinterpret_cast<float*>(base + c.mx_rows_at);
+        c.x.exps = reinterpret_cast<int32_t*>(base + c.mx_exps_at);
+        l.sfb = c.x.block_scales;
+        l.scale_n = c.x.row_scales;
+      } else {
+        l.sfa = c.x.block_scales;
+      }
+      DW_TRY(sm90::mx_to_block(c.x, ctx.stream));
     } else {
       c.t.dst = dst;
       DW_TRY(sm90::transpose(c.t, ctx.stream));

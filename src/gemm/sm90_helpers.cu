@@ -4,7 +4,8 @@
 //    fp8 block scales in the layout the block-scaled kernels read);
 //  - an in-place strided add D += R, for the rare call with both 'c' and a distinct 'residual';
 //  - an fp8 (optionally MX-scaled) to bf16 decode into a K-major copy, for the fp8 calls that run
-//    on the bf16 kernels (MXFP8, fp32 output).
+//    on the bf16 kernels (MXFP8 with e5m2 operands, tensor scaling beyond the fp8 kernels);
+//  - the MXFP8 e4m3 recast onto 1x128 / 128x128 block scales (MxToBlock), for the block kernels.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -133,7 +134,215 @@ __global__ void decode_fp8_rows16_kernel(const uint8_t* __restrict__ src, bool e
   }
 }
 
+// ------------------------------------------------------------------ MXFP8 -> block scales
+// (MxToBlock in sm90_helpers.hpp.) Exponents are log2 of decoded magnitudes: a sub-block's top
+// T = t(amax) + e - 127, where t(a) is a's binary exponent, plus one when a's mantissa is above
+// 1.75 (so that a / 2^t <= 1.75 and a shift of the top to 2^8 stays <= 448, e4m3's largest).
+constexpr int kTopEmpty = -30000;  // a sub-block of zeros: no top
+constexpr int kTopNaN = 30000;     // a NaN scale
+
+__device__ __forceinline__ int top_of(float amax, int e) {
+  if (e == 255) return kTopNaN;
+  if (!(amax > 0.0f)) return kTopEmpty;
+  const uint32_t bits = __float_as_uint(amax);
+  return static_cast<int>(bits >> 23) - 127 + ((bits & 0x7fffffu) > 0x600000u ? 1 : 0) + e - 127;
+}
+
+// 2^u as an fp32 factor, 0 below 2^-126 (every e4m3 value times it rounds to zero in e4m3).
+__device__ __forceinline__ float pow2(int u) {
+  return u < -126 ? 0.0f : u > 127 ? __int_as_float(0x7f800000) : __int_as_float((u + 127) << 23);
+}
+
+// A 32-element sub-block (`count` <= 32 bytes at `in`) as floats, via the fp8x2 -> f16x2
+// conversion when it is whole and 16-byte aligned. Returns the largest magnitude (NaN ignored).
+__device__ __forceinline__ float load_sub_block(const uint8_t* in, int count, float (&x)[32]) {
+  float amax = 0.0f;
+  if (count == 32 && reinterpret_cast<uintptr_t>(in) % 16 == 0) {
+    const uint4 v[2] = {__ldg(reinterpret_cast<const uint4*>(in)),
+                        __ldg(reinterpret_cast<const uint4*>(in) + 1)};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const uint32_t w = i < 8 ? (&v[0].x)[i / 2] : (&v[1].x)[(i - 8) / 2];
+      const __half2 h(__nv_cvt_fp8x2_to_halfraw2(
+          static_cast<__nv_fp8x2_storage_t>(w >> (16 * (i % 2))), __NV_E4M3));
+      const float2 f = __half22float2(h);
+      x[2 * i] = f.x;
+      x[2 * i + 1] = f.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 32; ++i) x[i] = i < count ? quant::decode_e4m3(in[i]) : 0.0f;
+  }
+#pragma unroll
+  for (int i = 0; i < 32; ++i) amax = fmaxf(amax, fabsf(x[i]));  // fmaxf drops NaN
+  return amax;
+}
+
+// x * s rounded to e4m3 (RNE, saturating; one rounding of an exact fp32 product) into `out`.
+__device__ __forceinline__ void store_sub_block(uint8_t* out, int count, const float (&x)[32],
+                                                float s) {
+  if (count == 32) {  // out is 16-byte aligned: ld is a multiple of 16
+    uint32_t w[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(x[4 * i] * s, x[4 * i + 1] * s),
+                                                   __NV_SATFINITE, __NV_E4M3);
+      const uint32_t hi = __nv_cvt_float2_to_fp8x2(
+          make_float2(x[4 * i + 2] * s, x[4 * i + 3] * s), __NV_SATFINITE, __NV_E4M3);
+      w[i] = lo | (hi << 16);
+    }
+    reinterpret_cast<uint4*>(out)[0] = make_uint4(w[0], w[1], w[2], w[3]);
+    reinterpret_cast<uint4*>(out)[1] = make_uint4(w[4], w[5], w[6], w[7]);
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {  // unrolled: x stays in registers
+    if (i < count) out[i] = __nv_cvt_float_to_fp8(x[i] * s, __NV_SATFINITE, __NV_E4M3);
+  }
+}
+
+// Columns side, step 1: one warp per row: each sub-block's top T(r, j) into `tops` (rows, kb32),
+// the row's top T_r = max_j T(r, j) (kTopNaN when a scale is NaN: it is the largest code) into
+// exps[r], and the row scale 2^(T_r - 8) (NaN for a NaN scale, 1 for a row of zeros).
+__global__ void mx_tops_kernel(const uint8_t* __restrict__ src, int64_t rows, int64_t cols,
+                               int64_t rs, const uint8_t* __restrict__ scales, int64_t s_rs,
+                               int64_t s_cs, int64_t kb32, int32_t* __restrict__ tops,
+                               int32_t* __restrict__ exps, float* __restrict__ row_scales) {
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (r >= rows) return;  // whole warps
+  const int lane = threadIdx.x % 32;
+  int t_r = kTopEmpty;
+  for (int64_t j = lane; j < kb32; j += 32) {
+    const int64_t c0 = 32 * j;
+    const int count = cols - c0 < 32 ? static_cast<int>(cols - c0) : 32;
+    float x[32];
+    const float amax = load_sub_block(src + r * rs + c0, count, x);
+    const int t = top_of(amax, __ldg(scales + r * s_rs + j * s_cs));
+    tops[r * kb32 + j] = t;
+    t_r = max(t_r, t);
+  }
+  t_r = __reduce_max_sync(0xffffffffu, t_r);
+  if (lane == 0) {
+    exps[r] = t_r;
+    row_scales[r] = t_r == kTopNaN     ? __int_as_float(0x7fc00000)
+                    : t_r == kTopEmpty ? 1.0f
+                                       : ldexpf(1.0f, t_r - 8);
+  }
+}
+
+// Columns side, step 2: one warp per 128x128 block (nb, kb), eight blocks along K per CTA: R =
+// max over the block's rows (four per lane) and sub-blocks of T(r, j) - T_r (<= 0; rows with a
+// NaN scale or no top left out; 0 when nothing is left) into exps and sfb = 2^R.
+__global__ void mx_block_exponents_kernel(const int32_t* __restrict__ tops, int64_t rows,
+                                          int64_t kb32, int64_t kb128, float* __restrict__ sfb,
+                                          int64_t sfb_ld, int32_t* __restrict__ exps) {
+  const int64_t nb = blockIdx.x;
+  const int64_t kb = static_cast<int64_t>(blockIdx.y) * 8 + threadIdx.x / 32;
+  if (kb >= kb128) return;  // whole warps
+  const int lane = threadIdx.x % 32;
+  const int64_t q_end = 4 * kb + 4 < kb32 ? 4 * kb + 4 : kb32;
+  int rel = kTopEmpty;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int64_t r = nb * 128 + lane + 32 * i;
+    if (r >= rows) break;
+    const int t_r = exps[r];
+    if (t_r == kTopNaN || t_r == kTopEmpty) continue;
+    for (int64_t q = 4 * kb; q < q_end; ++q) {
+      const int t = tops[r * kb32 + q];
+      if (t != kTopEmpty) rel = max(rel, t - t_r);
+    }
+  }
+  rel = __reduce_max_sync(0xffffffffu, rel);
+  if (lane == 0) {
+    const int f = rel == kTopEmpty ? 0 : rel;
+    exps[rows + nb * kb128 + kb] = f;
+    sfb[nb * sfb_ld + kb] = ldexpf(1.0f, f);
+  }
+}
+
+// The recast proper: one thread per (row, 128-block kb, sub-block q), four consecutive lanes per
+// 128-block (lanes past the last sub-block idle along). The element factor is 2^(e - 127 - B + 8)
+// with B the block's top: rows side, the max of the four sub-blocks' tops (lane shuffles; the
+// first lane writes sfa = 2^(B - 8), NaN when a scale is NaN, 1 for zeros); columns side,
+// T_r + R from step 2. Elements of a NaN-scaled row or block are written as zeros.
+template <bool kColumns>
+__global__ void mx_convert_kernel(const uint8_t* __restrict__ src, int64_t rows, int64_t cols,
+                                  int64_t rs, const uint8_t* __restrict__ scales, int64_t s_rs,
+                                  int64_t s_cs, int64_t kb32, int64_t kb128,
+                                  uint8_t* __restrict__ dst, int64_t ld,
+                                  float* __restrict__ sfa, int64_t sfa_ld,
+                                  const int32_t* __restrict__ exps) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t group = idx / 4, r = group / kb128, kb = group % kb128, j = 4 * kb + idx % 4;
+  const bool live = r < rows && j < kb32;  // a partial last 128-block idles its trailing lanes
+  const int64_t c0 = 32 * j;
+  const int count = live ? (cols - c0 < 32 ? static_cast<int>(cols - c0) : 32) : 0;
+  const int e = live ? __ldg(scales + r * s_rs + j * s_cs) : 0;
+  float x[32];
+  float amax = 0.0f;
+  if (live) amax = load_sub_block(src + r * rs + c0, count, x);
+  int block_top;
+  if constexpr (kColumns) {
+    if (r >= rows) return;
+    const int t_r = exps[r];
+    block_top = t_r == kTopNaN ? kTopNaN
+                : t_r == kTopEmpty ? kTopEmpty
+                                   : t_r + exps[rows + (r / 128) * kb128 + kb];
+  } else {
+    const int t = live ? top_of(amax, e) : kTopEmpty;
+    block_top = max(t, __shfl_xor_sync(0xffffffffu, t, 1));
+    block_top = max(block_top, __shfl_xor_sync(0xffffffffu, block_top, 2));
+    if (live && idx % 4 == 0) {
+      sfa[kb * sfa_ld + r] = block_top == kTopNaN     ? __int_as_float(0x7fc00000)
+                             : block_top == kTopEmpty ? 1.0f
+                                                      : ldexpf(1.0f, block_top - 8);
+    }
+  }
+  if (!live) return;
+  const float s = block_top == kTopNaN || block_top == kTopEmpty
+                      ? 0.0f
+                      : pow2(e - 127 - block_top + 8);
+  store_sub_block(dst + r * ld + c0, count, x, s);
+}
+
 }  // namespace
+
+Status mx_to_block(const MxToBlock& x, void* stream) {
+  const int64_t kb32 = (x.cols + 31) / 32, kb128 = (x.cols + 127) / 128;
+  const int64_t lanes = x.rows * kb128 * 4;
+  if ((lanes + 255) / 256 > 2147483647) {
+    return Status(StatusCode::kNotSupported, "gemm_fp8: operand too large for the MX recast");
+  }
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  const auto* src = static_cast<const uint8_t*>(x.src);
+  const auto* scales = static_cast<const uint8_t*>(x.scales);
+  auto* dst = static_cast<uint8_t*>(x.dst);
+  const unsigned blocks = static_cast<unsigned>((lanes + 255) / 256);
+  if (x.columns) {
+    const int64_t nb = (x.rows + 127) / 128;
+    int32_t* tops = x.exps + x.rows + nb * kb128;
+    mx_tops_kernel<<<static_cast<unsigned>((x.rows + 7) / 8), 256, 0, s>>>(
+        src, x.rows, x.cols, x.rs, scales, x.s_rs, x.s_cs, kb32, tops, x.exps, x.row_scales);
+    mx_block_exponents_kernel<<<dim3(static_cast<unsigned>(nb),
+                                     static_cast<unsigned>((kb128 + 7) / 8)),
+                                256, 0, s>>>(tops, x.rows, kb32, kb128, x.block_scales,
+                                             x.block_ld, x.exps);
+    mx_convert_kernel<true><<<blocks, 256, 0, s>>>(src, x.rows, x.cols, x.rs, scales, x.s_rs,
+                                                   x.s_cs, kb32, kb128, dst, x.ld, nullptr, 0,
+                                                   x.exps);
+  } else {
+    mx_convert_kernel<false><<<blocks, 256, 0, s>>>(src, x.rows, x.cols, x.rs, scales, x.s_rs,
+                                                    x.s_cs, kb32, kb128, dst, x.ld,
+                                                    x.block_scales, x.block_ld, nullptr);
+  }
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) {
+    return Status(StatusCode::kCudaError, std::string("gemm_fp8: MX recast launch failed: ") +
+                                              cudaGetErrorString(err));
+  }
+  return Status::Ok();
+}
 
 Status decode_fp8(const DecodeFp8& d, void* stream) {
   const int64_t blocks = d.batch * d.rows;

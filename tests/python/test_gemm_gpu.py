@@ -734,7 +734,9 @@ def test_fp8_batched_and_column_major_output():
 @pytest.mark.parametrize("types", [(E4M3, E4M3), (E5M2, E4M3), (E5M2, E5M2)])
 @pytest.mark.parametrize("m,n,k", [(136, 264, 1024), (7, 1000, 100), (1, 9, 33)])
 def test_fp8_mx_emulated(out_dtype, types, m, n, k):
-    """MXFP8 on CUDA: both operands decoded to bf16 (exact), bf16 GEMM with fp32 accumulation."""
+    """MXFP8 on CUDA: e4m3 x e4m3 on the block kernels after the recast, the others decoded to
+    bf16 (exact) for a bf16 GEMM with fp32 accumulation. Scales spread over 2^15 within each
+    128-block of K (randn data, far below the e4m3 range: the recast's worst case)."""
     a = torch.randn(m, k, device=DEV).to(types[0])            # any layout: the decode gathers
     b = torch.randn(n, k, device=DEV).to(types[1]).t()
     kb = -(-k // 32)
@@ -758,11 +760,13 @@ def test_fp8_mx_emulated(out_dtype, types, m, n, k):
 @pytest.mark.parametrize("types", [(E4M3, E4M3), (E5M2, E5M2)])
 @pytest.mark.parametrize("m,n,k,ld", [(130, 72, 1000, 1008), (33, 40, 4096, 4096),
                                       (17, 24, 1000, 1000), (5, 16, 72, 80)])
-def test_fp8_mx_decode_is_exact(types, m, n, k, ld):
+def test_fp8_mx_decode_is_exact(types, m, n, k, ld, monkeypatch):
     """The MXFP8 decode (16-byte vector path for K-contiguous rows on 16-byte boundaries, byte
     loop otherwise, and the vector path's tail past the last 16 of K) gives exactly torch's
     decode: the MX GEMM equals deepwell.gemm on operands decoded by torch, bit for bit, over every
-    fp8 byte (NaN and Inf included) and scales at both ends of the range (2^-127, 2^127, NaN)."""
+    fp8 byte (NaN and Inf included) and scales at both ends of the range (2^-127, 2^127, NaN).
+    (e4m3 x e4m3 takes the decode path only with DEEPWELL_MX_EXACT set.)"""
+    monkeypatch.setenv("DEEPWELL_MX_EXACT", "1")
     def operand(rows, dtype):
         base = torch.randint(0, 256, (rows, ld), dtype=torch.uint8, device=DEV)
         special = (base & 0x7F) >= (0x7F if dtype == E4M3 else 0x7C)  # NaN (and e5m2 Inf) codes
@@ -789,6 +793,96 @@ def test_fp8_mx_decode_is_exact(types, m, n, k, ld):
     deepwell.gemm(decode(a, sa), decode(b, sb).t(), out=want)
     assert torch.equal(out.isnan(), want.isnan())
     assert torch.equal(out.nan_to_num(), want.nan_to_num())
+
+
+def mx_quantized(rows, k, spread=0):
+    """An MX-quantized e4m3 operand (rows, k) (OCP rule: scale 2^(floor(log2 amax) - 8)) of
+    randn data whose 32-element blocks are scaled by 2^U(-spread, spread), and its ue8m0 scales."""
+    kb = -(-k // 32)
+    x = torch.randn(rows, kb * 32, device=DEV, dtype=torch.float64)
+    x *= torch.exp2(torch.randint(-spread, spread + 1, (rows, kb), device=DEV).double()
+                    ).repeat_interleave(32, dim=1)
+    blocks = x.view(rows, kb, 32)
+    amax = blocks.abs().amax(dim=2).clamp_min(2.0 ** -100)
+    e = torch.floor(torch.log2(amax)) - 8
+    q = (blocks / torch.exp2(e)[..., None]).clamp(-448, 448).view(rows, kb * 32)[:, :k]
+    data = padded((rows, k), E4M3)
+    data.copy_(q.float().to(E4M3))
+    return data, (e + 127).to(torch.uint8)
+
+
+def mx_decoded(x, s):
+    kk = torch.arange(x.shape[1], device=DEV) // 32
+    return x.double() * torch.exp2(s.double() - 127)[:, kk]
+
+
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("m,n,k", [(1000, 4097, 1000), (7, 1000, 4100), (256, 384, 8192),
+                                   (133, 200, 96), (4097, 136, 512), (17, 9, 33)])
+def test_fp8_mx_block_recast(out_dtype, m, n, k, monkeypatch):
+    """MXFP8 e4m3 x e4m3 on the block kernels (bf16 / fp16 D; an f32 D keeps the exact path):
+    MX-quantized operands with block scales spread over 2^-12..2^12 equal the float64 product of
+    the decoded operands within the output's rounding (the recast changes only elements below
+    ~2^-14 of their block's largest), and the exact bf16 path (DEEPWELL_MX_EXACT=1) within the
+    accumulations' difference. Odd M / N / K, K past the last whole 32 or 128, M <= 16 (the
+    skinny kernel)."""
+    a, sa = mx_quantized(m, k, spread=12)
+    w, sw = mx_quantized(n, k, spread=12)
+    if out_dtype == torch.float16:  # keep |D| well inside fp16's range (~2^25 -> ~2^5)
+        sa, sw = sa - 10, sw - 10
+    ref = mx_decoded(a, sa) @ mx_decoded(w, sw).t()
+    out = nan_out((m, n), out_dtype)
+    deepwell.gemm_fp8(a, w.t(), sa, sw, granularity="mx", out=out)
+    assert not out.isnan().any()
+    assert rel_l2(out, ref) <= {torch.float32: 1e-3, torch.float16: 2e-3,
+                                torch.bfloat16: 5e-3}[out_dtype]
+    monkeypatch.setenv("DEEPWELL_MX_EXACT", "1")
+    exact = nan_out((m, n), out_dtype)
+    deepwell.gemm_fp8(a, w.t(), sa, sw, granularity="mx", out=exact)
+    assert rel_l2(out, exact.double()) <= tol(out_dtype)
+
+
+def test_fp8_mx_block_recast_column_major_output_and_epilogue():
+    """The recast with a column-major D (the operands swap roles: B's scales become the 1x128
+    side) and the full epilogue (bias, c, residual, activation)."""
+    m, n, k = 300, 520, 1056
+    a, sa = mx_quantized(m, k, spread=6)
+    w, sw = mx_quantized(n, k, spread=6)
+    bias = torch.randn(n, device=DEV, dtype=torch.bfloat16)
+    c = torch.randn(m, n, device=DEV, dtype=torch.bfloat16).t().contiguous().t()
+    out = torch.full((n, m), float("nan"), device=DEV, dtype=torch.bfloat16).t()
+    deepwell.gemm_fp8(a, w.t(), sa, sw, granularity="mx", bias=bias, c=c, alpha=0.5, beta=2.0,
+                      activation="gelu_tanh", residual=c, out=out)
+    ref = reference(mx_decoded(a, sa), mx_decoded(w, sw).t(), bias=bias, c=c, alpha=0.5,
+                    beta=2.0, activation="gelu_tanh", residual=c)
+    assert rel_l2(out, ref) <= 1e-2
+
+
+def test_fp8_mx_block_recast_nan_and_zero_blocks(monkeypatch):
+    """A NaN scale makes its row (A) or column (B) of D NaN, as in the exact path; all-zero
+    sub-blocks, rows and whole 128-blocks stay exact zeros; strided scale tensors are read in
+    place."""
+    m, n, k = 200, 300, 700
+    a, sa = mx_quantized(m, k, spread=3)
+    w, sw = mx_quantized(n, k, spread=3)
+    a[5, 128:256] = 0          # a whole 128-block of row 5
+    a[6] = 0                   # all of row 6
+    w[7, 32:64] = 0            # one sub-block of column 7
+    w[130:140] = 0             # ten whole columns (the second 128x128 row of blocks)
+    sa[9, 3] = 255             # NaN scale: row 9 of D
+    sw[11, 20] = 255           # NaN scale: column 11 of D
+    sa = sa.t().contiguous().t()  # M-major scales: strides (1, M)
+    out = nan_out((m, n), torch.bfloat16)
+    deepwell.gemm_fp8(a, w.t(), sa, sw, granularity="mx", out=out)
+    monkeypatch.setenv("DEEPWELL_MX_EXACT", "1")
+    exact = nan_out((m, n), torch.bfloat16)
+    deepwell.gemm_fp8(a, w.t(), sa, sw, granularity="mx", out=exact)
+    assert torch.equal(out.isnan(), exact.isnan())
+    assert out[9].isnan().all() and out[:, 11].isnan().all()
+    ok = ~exact.isnan()
+    ref = (mx_decoded(a, sa).nan_to_num() @ mx_decoded(w, sw).nan_to_num().t())
+    assert rel_l2(out[ok].reshape(1, -1), ref[ok].reshape(1, -1)) <= 5e-3
+    assert (out[6, :11] == 0).all() and (out[:9, 130:140] == 0).all()
 
 
 def test_fp8_tensor_scaling_emulated_outputs():
