@@ -138,66 +138,112 @@ __global__ void decode_fp8_rows16_kernel(const uint8_t* __restrict__ src, bool e
 // (MxToBlock in sm90_helpers.hpp.) Exponents are log2 of decoded magnitudes: a sub-block's top
 // T = t(amax) + e - 127, where t(a) is a's binary exponent, plus one when a's mantissa is above
 // 1.75 (so that a / 2^t <= 1.75 and a shift of the top to 2^8 stays <= 448, e4m3's largest).
+// Everything works on the e4m3 bytes as integers (amax from the magnitude codes, the shift as an
+// exponent add) but where a shifted element would become (or starts) subnormal.
 constexpr int kTopEmpty = -30000;  // a sub-block of zeros: no top
 constexpr int kTopNaN = 30000;     // a NaN scale
 
-__device__ __forceinline__ int top_of(float amax, int e) {
-  if (e == 255) return kTopNaN;
-  if (!(amax > 0.0f)) return kTopEmpty;
-  const uint32_t bits = __float_as_uint(amax);
-  return static_cast<int>(bits >> 23) - 127 + ((bits & 0x7fffffu) > 0x600000u ? 1 : 0) + e - 127;
-}
+// A 32-element sub-block as eight packed words of e4m3 bytes (`count` <= 32 bytes at `in`; one
+// pair of 16-byte loads when whole and aligned, zeros past `count`).
+struct SubBlock {
+  uint32_t w[8];
+};
 
-// 2^u as an fp32 factor, 0 below 2^-126 (every e4m3 value times it rounds to zero in e4m3).
-__device__ __forceinline__ float pow2(int u) {
-  return u < -126 ? 0.0f : u > 127 ? __int_as_float(0x7f800000) : __int_as_float((u + 127) << 23);
-}
-
-// A 32-element sub-block (`count` <= 32 bytes at `in`) as floats, via the fp8x2 -> f16x2
-// conversion when it is whole and 16-byte aligned. Returns the largest magnitude (NaN ignored).
-__device__ __forceinline__ float load_sub_block(const uint8_t* in, int count, float (&x)[32]) {
-  float amax = 0.0f;
+__device__ __forceinline__ SubBlock load_sub_block(const uint8_t* in, int count) {
+  SubBlock b;
   if (count == 32 && reinterpret_cast<uintptr_t>(in) % 16 == 0) {
-    const uint4 v[2] = {__ldg(reinterpret_cast<const uint4*>(in)),
-                        __ldg(reinterpret_cast<const uint4*>(in) + 1)};
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const uint32_t w = i < 8 ? (&v[0].x)[i / 2] : (&v[1].x)[(i - 8) / 2];
-      const __half2 h(__nv_cvt_fp8x2_to_halfraw2(
-          static_cast<__nv_fp8x2_storage_t>(w >> (16 * (i % 2))), __NV_E4M3));
-      const float2 f = __half22float2(h);
-      x[2 * i] = f.x;
-      x[2 * i + 1] = f.y;
-    }
+    const uint4 v0 = __ldg(reinterpret_cast<const uint4*>(in));
+    const uint4 v1 = __ldg(reinterpret_cast<const uint4*>(in) + 1);
+    b.w[0] = v0.x, b.w[1] = v0.y, b.w[2] = v0.z, b.w[3] = v0.w;
+    b.w[4] = v1.x, b.w[5] = v1.y, b.w[6] = v1.z, b.w[7] = v1.w;
   } else {
 #pragma unroll
-    for (int i = 0; i < 32; ++i) x[i] = i < count ? quant::decode_e4m3(in[i]) : 0.0f;
-  }
+    for (int i = 0; i < 8; ++i) {
+      uint32_t w = 0;
 #pragma unroll
-  for (int i = 0; i < 32; ++i) amax = fmaxf(amax, fabsf(x[i]));  // fmaxf drops NaN
-  return amax;
+      for (int k = 0; k < 4; ++k) {
+        if (4 * i + k < count) w |= static_cast<uint32_t>(in[4 * i + k]) << (8 * k);
+      }
+      b.w[i] = w;
+    }
+  }
+  return b;
 }
 
-// x * s rounded to e4m3 (RNE, saturating; one rounding of an exact fp32 product) into `out`.
-__device__ __forceinline__ void store_sub_block(uint8_t* out, int count, const float (&x)[32],
-                                                float s) {
+__device__ __forceinline__ void store_sub_block(uint8_t* out, int count, const SubBlock& b) {
   if (count == 32) {  // out is 16-byte aligned: ld is a multiple of 16
-    uint32_t w[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(x[4 * i] * s, x[4 * i + 1] * s),
-                                                   __NV_SATFINITE, __NV_E4M3);
-      const uint32_t hi = __nv_cvt_float2_to_fp8x2(
-          make_float2(x[4 * i + 2] * s, x[4 * i + 3] * s), __NV_SATFINITE, __NV_E4M3);
-      w[i] = lo | (hi << 16);
-    }
-    reinterpret_cast<uint4*>(out)[0] = make_uint4(w[0], w[1], w[2], w[3]);
-    reinterpret_cast<uint4*>(out)[1] = make_uint4(w[4], w[5], w[6], w[7]);
+    reinterpret_cast<uint4*>(out)[0] = make_uint4(b.w[0], b.w[1], b.w[2], b.w[3]);
+    reinterpret_cast<uint4*>(out)[1] = make_uint4(b.w[4], b.w[5], b.w[6], b.w[7]);
     return;
   }
 #pragma unroll
-  for (int i = 0; i < 32; ++i) {  // unrolled: x stays in registers
-    if (i < count) out[i] = __nv_cvt_float_to_fp8(x[i] * s, __NV_SATFINITE, __NV_E4M3);
+  for (int i = 0; i < 32; ++i) {
+    if (i < count) out[i] = static_cast<uint8_t>(b.w[i / 4] >> (8 * (i % 4)));
+  }
+}
+
+// The magnitude codes (bits & 0x7f, ordered as the magnitudes) of a sub-block: the largest and
+// the smallest non-zero one, NaN (0x7f) left out of both (0 and 0x7f when nothing is left).
+__device__ __forceinline__ void magnitude_range(const SubBlock& b, uint32_t* hi, uint32_t* lo) {
+  uint32_t mx = 0, mn = 0x7f7f7f7fu;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const uint32_t mag = b.w[i] & 0x7f7f7f7fu;
+    const uint32_t nan = __vcmpeq4(mag, 0x7f7f7f7fu);
+    mx = __vmaxu4(mx, mag & ~nan);
+    mn = __vminu4(mn, mag | (__vcmpeq4(mag, 0u) & 0x7f7f7f7fu));  // zeros -> 0x7f
+  }
+  mx = max(max(mx & 0xff, (mx >> 8) & 0xff), max((mx >> 16) & 0xff, mx >> 24));
+  mn = min(min(mn & 0xff, (mn >> 8) & 0xff), min((mn >> 16) & 0xff, mn >> 24));
+  *hi = mx;
+  *lo = mn;
+}
+
+// The sub-block's top from its largest magnitude code and scale: floor(log2) of the e4m3 value
+// (normal: E - 7; subnormal m * 2^-9: the top bit of m, - 9), + 1 for mantissa 1.875 (the only
+// e4m3 mantissa above 1.75), + e - 127.
+__device__ __forceinline__ int top_of(uint32_t code, int e) {
+  if (e == 255) return kTopNaN;
+  if (code == 0) return kTopEmpty;
+  const int ex = static_cast<int>(code >> 3), m = static_cast<int>(code & 7);
+  const int t = ex != 0 ? ex - 7 + (m == 7 ? 1 : 0) : 31 - __clz(m) - 9;
+  return t + e - 127;
+}
+
+// Every element times 2^u (u >= -254), rounded to e4m3 (RNE, saturating). Where every non-zero
+// element stays a normal number (and none starts subnormal) that is an add of u to the exponent
+// field, done on four bytes at a time (no borrow or carry leaves a byte: each magnitude stays
+// within 0x08..0x7e); else each element is decoded, multiplied in fp32 (exact) and rounded once.
+__device__ __forceinline__ void scale_sub_block(SubBlock& b, int u, uint32_t hi, uint32_t lo) {
+  if (u == 0) return;
+  const bool integer_path = u < 0 ? lo >= static_cast<uint32_t>((1 - u) << 3)
+                                  : lo >= 8 && hi + (static_cast<uint32_t>(u) << 3) <= 0x7eu;
+  if (integer_path) {
+    const uint32_t step = (static_cast<uint32_t>(u < 0 ? -u : u) << 3) * 0x01010101u;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t mag = b.w[i] & 0x7f7f7f7fu;
+      const uint32_t keep = __vcmpeq4(mag, 0u) | __vcmpeq4(mag, 0x7f7f7f7fu);  // zeros, NaN
+      const uint32_t d = step & ~keep;
+      b.w[i] = u < 0 ? b.w[i] - d : b.w[i] + d;
+    }
+    return;
+  }
+  // 2^u as an fp32 factor; below 2^-126 every e4m3 value (<= 448) times it rounds to zero.
+  const float s = u < -126 ? 0.0f : __int_as_float((u + 127) << 23);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    uint32_t o = 0;
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+      const __half2 h(__nv_cvt_fp8x2_to_halfraw2(
+          static_cast<__nv_fp8x2_storage_t>(b.w[i] >> (16 * p)), __NV_E4M3));
+      const float2 f = __half22float2(h);
+      o |= static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(make_float2(f.x * s, f.y * s),
+                                                         __NV_SATFINITE, __NV_E4M3))
+           << (16 * p);
+    }
+    b.w[i] = o;
   }
 }
 
@@ -215,9 +261,9 @@ __global__ void mx_tops_kernel(const uint8_t* __restrict__ src, int64_t rows, in
   for (int64_t j = lane; j < kb32; j += 32) {
     const int64_t c0 = 32 * j;
     const int count = cols - c0 < 32 ? static_cast<int>(cols - c0) : 32;
-    float x[32];
-    const float amax = load_sub_block(src + r * rs + c0, count, x);
-    const int t = top_of(amax, __ldg(scales + r * s_rs + j * s_cs));
+    uint32_t hi, lo;
+    magnitude_range(load_sub_block(src + r * rs + c0, count), &hi, &lo);
+    const int t = top_of(hi, __ldg(scales + r * s_rs + j * s_cs));
     tops[r * kb32 + j] = t;
     t_r = max(t_r, t);
   }
@@ -279,9 +325,12 @@ __global__ void mx_convert_kernel(const uint8_t* __restrict__ src, int64_t rows,
   const int64_t c0 = 32 * j;
   const int count = live ? (cols - c0 < 32 ? static_cast<int>(cols - c0) : 32) : 0;
   const int e = live ? __ldg(scales + r * s_rs + j * s_cs) : 0;
-  float x[32];
-  float amax = 0.0f;
-  if (live) amax = load_sub_block(src + r * rs + c0, count, x);
+  SubBlock x{};
+  uint32_t hi = 0, lo = 0x7f;
+  if (live) {
+    x = load_sub_block(src + r * rs + c0, count);
+    magnitude_range(x, &hi, &lo);
+  }
   int block_top;
   if constexpr (kColumns) {
     if (r >= rows) return;
@@ -290,7 +339,7 @@ __global__ void mx_convert_kernel(const uint8_t* __restrict__ src, int64_t rows,
                 : t_r == kTopEmpty ? kTopEmpty
                                    : t_r + exps[rows + (r / 128) * kb128 + kb];
   } else {
-    const int t = live ? top_of(amax, e) : kTopEmpty;
+    const int t = live ? top_of(hi, e) : kTopEmpty;
     block_top = max(t, __shfl_xor_sync(0xffffffffu, t, 1));
     block_top = max(block_top, __shfl_xor_sync(0xffffffffu, block_top, 2));
     if (live && idx % 4 == 0) {
@@ -300,10 +349,12 @@ __global__ void mx_convert_kernel(const uint8_t* __restrict__ src, int64_t rows,
     }
   }
   if (!live) return;
-  const float s = block_top == kTopNaN || block_top == kTopEmpty
-                      ? 0.0f
-                      : pow2(e - 127 - block_top + 8);
-  store_sub_block(dst + r * ld + c0, count, x, s);
+  if (block_top == kTopNaN) {
+    x = SubBlock{};  // its D row or column is NaN through the scale
+  } else if (block_top != kTopEmpty) {  // (a block of zeros and NaN stays as it is)
+    scale_sub_block(x, max(e - 127 - block_top + 8, -254), hi, lo);
+  }
+  store_sub_block(dst + r * ld + c0, count, x);
 }
 
 }  // namespace

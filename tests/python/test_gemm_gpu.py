@@ -849,8 +849,8 @@ def test_fp8_mx_block_recast_column_major_output_and_epilogue():
     a, sa = mx_quantized(m, k, spread=6)
     w, sw = mx_quantized(n, k, spread=6)
     bias = torch.randn(n, device=DEV, dtype=torch.bfloat16)
-    c = torch.randn(m, n, device=DEV, dtype=torch.bfloat16).t().contiguous().t()
-    out = torch.full((n, m), float("nan"), device=DEV, dtype=torch.bfloat16).t()
+    c = randn((m, n), torch.bfloat16, col_major=True)
+    out = nan_out((m, n), torch.bfloat16, col_major=True)
     deepwell.gemm_fp8(a, w.t(), sa, sw, granularity="mx", bias=bias, c=c, alpha=0.5, beta=2.0,
                       activation="gelu_tanh", residual=c, out=out)
     ref = reference(mx_decoded(a, sa), mx_decoded(w, sw).t(), bias=bias, c=c, alpha=0.5,
