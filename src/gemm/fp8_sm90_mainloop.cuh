@@ -161,7 +161,7 @@ struct WgmmaOp16<256, true> {
                                                            cute::SM90::GMMA::Major::K>;
 };
 template <>
-struct WgmmaOp16<192, false> {  // bf16 128x192 (branch s46-bf16-192)
+struct WgmmaOp16<192, false> {  // bf16 128x192
   using Op = cute::SM90::GMMA::MMA_64x192x16_F32BF16BF16_SS<cute::SM90::GMMA::Major::K,
                                                              cute::SM90::GMMA::Major::K>;
 };

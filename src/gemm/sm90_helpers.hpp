@@ -58,9 +58,10 @@ Status decode_fp8(const DecodeFp8& d, void* stream);
 // at <= 448) and rounded to e4m3 (RNE): exact wherever the result stays a normal e4m3 (>= 2^-6),
 // i.e. for every element of magnitude >= 2^(B - 14); smaller ones round at e4m3's subnormal
 // step, an absolute error <= 2^(B - 18). (2^B <= 1.15x the largest magnitude of the row's
-// 128-block, rows side, or of the whole row, columns side.) NaN scales (0xff) make the row's block scale (rows side) or row
-// scale (columns side) NaN, as the decoded operands' sums are. `exps` (columns side): workspace
-// of rows + nb * kb128 + rows * kb32 int32 (T_r, R, then the tops).
+// 128-block, rows side, or of the whole row, columns side.) NaN scales (0xff) make the row's
+// block scale (rows side) or row scale (columns side) NaN, as the decoded operands' sums are.
+// `exps` (columns side): workspace of rows + nb * kb128 + rows * kb32 int32 (T_r, R, then the
+// tops).
 struct MxToBlock {
   const void* src = nullptr;  // e4m3 (rows, cols), unit stride along cols, row stride rs
   int64_t rows = 0, cols = 0, rs = 0;
