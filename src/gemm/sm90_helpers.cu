@@ -247,6 +247,14 @@ __device__ __forceinline__ void scale_sub_block(SubBlock& b, int u, uint32_t hi,
   }
 }
 
+// The fp32 factor of a block's top: 2^(top - 8) (the top lands at 2^8), NaN for a NaN scale, 1
+// for a block of zeros.
+__device__ __forceinline__ float top_factor(int top) {
+  return top == kTopNaN     ? __int_as_float(0x7fc00000)
+         : top == kTopEmpty ? 1.0f
+                            : ldexpf(1.0f, top - 8);
+}
+
 // Columns side, step 1: one warp per row: each sub-block's top T(r, j) into `tops` (rows, kb32),
 // the row's top T_r = max_j T(r, j) (kTopNaN when a scale is NaN: it is the largest code) into
 // exps[r], and the row scale 2^(T_r - 8) (NaN for a NaN scale, 1 for a row of zeros).
@@ -280,9 +288,7 @@ __global__ void mx_tops_kernel(const uint8_t* __restrict__ src, int64_t rows, in
   t_r = __reduce_max_sync(0xffffffffu, t_r);
   if (lane == 0) {
     exps[r] = t_r;
-    row_scales[r] = t_r == kTopNaN     ? __int_as_float(0x7fc00000)
-                    : t_r == kTopEmpty ? 1.0f
-                                       : ldexpf(1.0f, t_r - 8);
+    row_scales[r] = top_factor(t_r);
   }
 }
 
@@ -365,7 +371,7 @@ __global__ void mx_convert_kernel(const uint8_t* __restrict__ src, int64_t rows,
   }
   int block_top;
   if constexpr (kColumns) {
-    if (r >= rows) return;
+    if (!live[0]) return;  // no shuffles on this side: done early
     const int t_r = exps[r];
     block_top = t_r == kTopNaN ? kTopNaN
                 : t_r == kTopEmpty ? kTopEmpty
@@ -375,9 +381,7 @@ __global__ void mx_convert_kernel(const uint8_t* __restrict__ src, int64_t rows,
                       live[1] ? top_of(hi[1], e[1]) : kTopEmpty);
     block_top = max(t, __shfl_xor_sync(0xffffffffu, t, 1));
     if (live[0] && idx % 2 == 0) {
-      sfa[kb * sfa_ld + r] = block_top == kTopNaN     ? __int_as_float(0x7fc00000)
-                             : block_top == kTopEmpty ? 1.0f
-                                                      : ldexpf(1.0f, block_top - 8);
+      sfa[kb * sfa_ld + r] = top_factor(block_top);
     }
   }
 #pragma unroll
