@@ -247,6 +247,14 @@ __device__ __forceinline__ void scale_sub_block(SubBlock& b, int u, uint32_t hi,
   }
 }
 
+// The fp32 factor of a block's top: 2^(top - 8) (the top lands at 2^8), NaN for a NaN scale, 1
+// for a block of zeros.
+__device__ __forceinline__ float top_factor(int top) {
+  return top == kTopNaN     ? __int_as_float(0x7fc00000)
+         : top == kTopEmpty ? 1.0f
+                            : ldexpf(1.0f, top - 8);
+}
+
 // Columns side, step 1: one warp per row: each sub-block's top T(r, j) into `tops` (rows, kb32),
 // the row's top T_r = max_j T(r, j) (kTopNaN when a scale is NaN: it is the largest code) into
 // exps[r], and the row scale 2^(T_r - 8) (NaN for a NaN scale, 1 for a row of zeros).
@@ -258,21 +266,29 @@ __global__ void mx_tops_kernel(const uint8_t* __restrict__ src, int64_t rows, in
   if (r >= rows) return;  // whole warps
   const int lane = threadIdx.x % 32;
   int t_r = kTopEmpty;
-  for (int64_t j = lane; j < kb32; j += 32) {
-    const int64_t c0 = 32 * j;
-    const int count = cols - c0 < 32 ? static_cast<int>(cols - c0) : 32;
-    uint32_t hi, lo;
-    magnitude_range(load_sub_block(src + r * rs + c0, count), &hi, &lo);
-    const int t = top_of(hi, __ldg(scales + r * s_rs + j * s_cs));
-    tops[r * kb32 + j] = t;
-    t_r = max(t_r, t);
+  for (int64_t j0 = 2 * lane; j0 < kb32; j0 += 64) {  // two sub-blocks per lane and step
+    SubBlock x[2];
+    int count[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t c0 = 32 * (j0 + h);
+      count[h] = j0 + h < kb32 ? (cols - c0 < 32 ? static_cast<int>(cols - c0) : 32) : 0;
+      x[h] = count[h] > 0 ? load_sub_block(src + r * rs + c0, count[h]) : SubBlock{};
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (count[h] == 0) continue;
+      uint32_t hi, lo;
+      magnitude_range(x[h], &hi, &lo);
+      const int t = top_of(hi, __ldg(scales + r * s_rs + (j0 + h) * s_cs));
+      tops[r * kb32 + j0 + h] = t;
+      t_r = max(t_r, t);
+    }
   }
   t_r = __reduce_max_sync(0xffffffffu, t_r);
   if (lane == 0) {
     exps[r] = t_r;
-    row_scales[r] = t_r == kTopNaN     ? __int_as_float(0x7fc00000)
-                    : t_r == kTopEmpty ? 1.0f
-                                       : ldexpf(1.0f, t_r - 8);
+    row_scales[r] = top_factor(t_r);
   }
 }
 
@@ -286,17 +302,24 @@ __global__ void mx_block_exponents_kernel(const int32_t* __restrict__ tops, int6
   const int64_t kb = static_cast<int64_t>(blockIdx.y) * 8 + threadIdx.x / 32;
   if (kb >= kb128) return;  // whole warps
   const int lane = threadIdx.x % 32;
-  const int64_t q_end = 4 * kb + 4 < kb32 ? 4 * kb + 4 : kb32;
-  int rel = kTopEmpty;
+  // every load issued before any is used: 4 row tops and 16 sub-block tops per lane
+  int t_r[4], t[4][4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int64_t r = nb * 128 + lane + 32 * i;
-    if (r >= rows) break;
-    const int t_r = exps[r];
-    if (t_r == kTopNaN || t_r == kTopEmpty) continue;
-    for (int64_t q = 4 * kb; q < q_end; ++q) {
-      const int t = tops[r * kb32 + q];
-      if (t != kTopEmpty) rel = max(rel, t - t_r);
+    t_r[i] = r < rows ? exps[r] : kTopEmpty;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      t[i][q] = r < rows && 4 * kb + q < kb32 ? tops[r * kb32 + 4 * kb + q] : kTopEmpty;
+    }
+  }
+  int rel = kTopEmpty;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if (t_r[i] == kTopNaN || t_r[i] == kTopEmpty) continue;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      if (t[i][q] != kTopEmpty) rel = max(rel, t[i][q] - t_r[i]);
     }
   }
   rel = __reduce_max_sync(0xffffffffu, rel);
@@ -307,11 +330,12 @@ __global__ void mx_block_exponents_kernel(const int32_t* __restrict__ tops, int6
   }
 }
 
-// The recast proper: one thread per (row, 128-block kb, sub-block q), four consecutive lanes per
-// 128-block (lanes past the last sub-block idle along). The element factor is 2^(e - 127 - B + 8)
-// with B the block's top: rows side, the max of the four sub-blocks' tops (lane shuffles; the
-// first lane writes sfa = 2^(B - 8), NaN when a scale is NaN, 1 for zeros); columns side,
-// T_r + R from step 2. Elements of a NaN-scaled row or block are written as zeros.
+// The recast proper: one thread per (row, 128-block kb, half of it): two sub-blocks, both loaded
+// before either is used (64 bytes in flight per thread), two lanes per 128-block (a partial last
+// block idles what it lacks). The element factor is 2^(e - 127 - B + 8) with B the block's top:
+// rows side, the max of the four sub-blocks' tops (one lane shuffle; the first lane writes sfa =
+// 2^(B - 8), NaN when a scale is NaN, 1 for zeros); columns side, T_r + R from the exponent
+// passes. Elements of a NaN-scaled row or block are written as zeros.
 template <bool kColumns>
 __global__ void mx_convert_kernel(const uint8_t* __restrict__ src, int64_t rows, int64_t cols,
                                   int64_t rs, const uint8_t* __restrict__ scales, int64_t s_rs,
@@ -320,48 +344,63 @@ __global__ void mx_convert_kernel(const uint8_t* __restrict__ src, int64_t rows,
                                   float* __restrict__ sfa, int64_t sfa_ld,
                                   const int32_t* __restrict__ exps) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int64_t group = idx / 4, r = group / kb128, kb = group % kb128, j = 4 * kb + idx % 4;
-  const bool live = r < rows && j < kb32;  // a partial last 128-block idles its trailing lanes
-  const int64_t c0 = 32 * j;
-  const int count = live ? (cols - c0 < 32 ? static_cast<int>(cols - c0) : 32) : 0;
-  const int e = live ? __ldg(scales + r * s_rs + j * s_cs) : 0;
-  SubBlock x{};
-  uint32_t hi = 0, lo = 0x7f;
-  if (live) {
-    x = load_sub_block(src + r * rs + c0, count);
-    magnitude_range(x, &hi, &lo);
+  int64_t r, kb;
+  if (rows * kb128 * 2 <= 0xffffffffll) {  // 32-bit division where the indices fit
+    const uint32_t group = static_cast<uint32_t>(idx) / 2;
+    r = group / static_cast<uint32_t>(kb128);
+    kb = group % static_cast<uint32_t>(kb128);
+  } else {
+    r = idx / 2 / kb128;
+    kb = idx / 2 % kb128;
+  }
+  const int64_t j0 = 4 * kb + 2 * (idx % 2);
+  const bool live[2] = {r < rows && j0 < kb32, r < rows && j0 + 1 < kb32};
+  SubBlock x[2];
+  int e[2], count[2];
+  uint32_t hi[2] = {0, 0}, lo[2] = {0x7f, 0x7f};
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t c0 = 32 * (j0 + h);
+    count[h] = live[h] ? (cols - c0 < 32 ? static_cast<int>(cols - c0) : 32) : 0;
+    e[h] = live[h] ? __ldg(scales + r * s_rs + (j0 + h) * s_cs) : 0;
+    x[h] = live[h] ? load_sub_block(src + r * rs + c0, count[h]) : SubBlock{};
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (live[h]) magnitude_range(x[h], &hi[h], &lo[h]);
   }
   int block_top;
   if constexpr (kColumns) {
-    if (r >= rows) return;
+    if (!live[0]) return;  // no shuffles on this side: done early
     const int t_r = exps[r];
     block_top = t_r == kTopNaN ? kTopNaN
                 : t_r == kTopEmpty ? kTopEmpty
                                    : t_r + exps[rows + (r / 128) * kb128 + kb];
   } else {
-    const int t = live ? top_of(hi, e) : kTopEmpty;
+    const int t = max(live[0] ? top_of(hi[0], e[0]) : kTopEmpty,
+                      live[1] ? top_of(hi[1], e[1]) : kTopEmpty);
     block_top = max(t, __shfl_xor_sync(0xffffffffu, t, 1));
-    block_top = max(block_top, __shfl_xor_sync(0xffffffffu, block_top, 2));
-    if (live && idx % 4 == 0) {
-      sfa[kb * sfa_ld + r] = block_top == kTopNaN     ? __int_as_float(0x7fc00000)
-                             : block_top == kTopEmpty ? 1.0f
-                                                      : ldexpf(1.0f, block_top - 8);
+    if (live[0] && idx % 2 == 0) {
+      sfa[kb * sfa_ld + r] = top_factor(block_top);
     }
   }
-  if (!live) return;
-  if (block_top == kTopNaN) {
-    x = SubBlock{};  // its D row or column is NaN through the scale
-  } else if (block_top != kTopEmpty) {  // (a block of zeros and NaN stays as it is)
-    scale_sub_block(x, max(e - 127 - block_top + 8, -254), hi, lo);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (!live[h]) continue;
+    if (block_top == kTopNaN) {
+      x[h] = SubBlock{};  // its D row or column is NaN through the scale
+    } else if (block_top != kTopEmpty) {  // (a block of zeros and NaN stays as it is)
+      scale_sub_block(x[h], max(e[h] - 127 - block_top + 8, -254), hi[h], lo[h]);
+    }
+    store_sub_block(dst + r * ld + 32 * (j0 + h), count[h], x[h]);
   }
-  store_sub_block(dst + r * ld + c0, count, x);
 }
 
 }  // namespace
 
 Status mx_to_block(const MxToBlock& x, void* stream) {
   const int64_t kb32 = (x.cols + 31) / 32, kb128 = (x.cols + 127) / 128;
-  const int64_t lanes = x.rows * kb128 * 4;
+  const int64_t lanes = x.rows * kb128 * 2;
   if ((lanes + 255) / 256 > 2147483647) {
     return Status(StatusCode::kNotSupported, "gemm_fp8: operand too large for the MX recast");
   }
