@@ -312,9 +312,11 @@ Status prepare(const Problem& p, const Fp8Problem* f, Call* call) {
   if (f && f->scaling == Fp8Scaling::kMx && A.dtype == DType::kE4M3 &&
       B.dtype == DType::kE4M3 && p.batch == 1 && (A.cs == 1 || A.cols <= 1) &&
       (B.cs == 1 || B.cols <= 1) && !mx_exact_requested()) {
+    // (the own block kernels: CUTLASS's block epilogue has no column scales, so an f32 D,
+    // which only CUTLASS's block kernel writes, keeps the exact path)
     for (const KernelSpec& k : sm90::kKernels) {
       mx_block |= k.operands == Operands::kE4M3 && k.scaling == Scaling::kBlock &&
-                  k.out == p.d.dtype;
+                  k.out == p.d.dtype && k.schedule == sm90::Schedule::kFp8Promoted;
     }
   }
   bool emulate = false;
@@ -376,7 +378,9 @@ Status prepare(const Problem& p, const Fp8Problem* f, Call* call) {
   }
   call->operands = operands_of(A.dtype, B.dtype);
   for (const KernelSpec& k : sm90::kKernels) {
-    if (k.operands == call->operands && k.scaling == call->scaling && k.out == call->out) {
+    if (k.operands == call->operands && k.scaling == call->scaling && k.out == call->out &&
+        (!mx_block || k.schedule == sm90::Schedule::kFp8Promoted ||
+         k.schedule == sm90::Schedule::kSkinny)) {
       call->candidates.push_back(&k);
     }
   }

@@ -221,9 +221,8 @@ struct Sm90Gemm {
   using TileScheduler =
       std::conditional_t<kStreamK, cutlass::gemm::StreamKScheduler, cutlass::gemm::PersistentScheduler>;
 
-  // fp8 kernels get the row/column scale vectors (block scaling too: the MXFP8 recast's column
-  // factor); 16-bit kernels do not need them.
-  using Tree = EpilogueTree<ElementD, TileShape, kFp8>;
+  // fp8 kernels get the row/column scale vectors; 16-bit kernels do not need them.
+  using Tree = EpilogueTree<ElementD, TileShape, kFp8 && !kBlockScaled>;
 
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,

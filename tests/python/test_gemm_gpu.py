@@ -817,7 +817,7 @@ def mx_decoded(x, s):
 @pytest.mark.parametrize("m,n,k", [(1000, 4097, 1000), (7, 1000, 4100), (256, 384, 8192),
                                    (133, 200, 96), (4097, 136, 512), (17, 9, 33)])
 def test_fp8_mx_block_recast(out_dtype, m, n, k, monkeypatch):
-    """MXFP8 e4m3 x e4m3 on the block kernels (an f32 D on CUTLASS's, with the column factor):
+    """MXFP8 e4m3 x e4m3 on the block kernels (bf16 / fp16 D; an f32 D keeps the exact path):
     MX-quantized operands with block scales spread over 2^-12..2^12 equal the float64 product of
     the decoded operands within the output's rounding (the recast changes only elements below
     ~2^-14 of their block's largest), and the exact bf16 path (DEEPWELL_MX_EXACT=1) within the
