@@ -882,6 +882,95 @@ def test_fp8_mx_block_recast_nan_and_zero_blocks(monkeypatch):
     assert (out[6, :11] == 0).all() and (out[:9, 130:140] == 0).all()
 
 
+def mx_wild(rows, k):
+    """e4m3 bytes that reach every branch of the recast: each 32-element sub-block is uniform
+    over all non-NaN codes, narrow normal codes (the exponent-add path), subnormals only, or
+    zeros; whole 128-blocks of subnormals (shifts up by 2^17); scales 2^-20..2^20 (shifts below
+    2^-24). Returns the data and its ue8m0 scales."""
+    kb32, kb128 = -(-k // 32), -(-k // 128)
+    kind = torch.randint(0, 4, (rows, kb32), device=DEV).repeat_interleave(32, 1)[:, :k]
+    code = torch.randint(0, 0x7F, (rows, k), device=DEV)
+    code = torch.where(kind == 1, 0x30 + code % 0x18, code)
+    code = torch.where(kind == 2, code % 8, code)
+    code = torch.where(kind == 3, 0, code)
+    tiny = (torch.rand(rows, kb128, device=DEV) < 0.15).repeat_interleave(128, 1)[:, :k]
+    code = torch.where(tiny, code % 8, code)
+    code |= torch.randint(0, 2, (rows, k), device=DEV) << 7
+    data = padded((rows, k), E4M3)
+    data.view(torch.uint8).copy_(code.to(torch.uint8))
+    return data, torch.randint(127 - 20, 127 + 21, (rows, kb32), device=DEV, dtype=torch.uint8)
+
+
+def mx_recast_model(q, s, columns):
+    """The recast in float64 (sm90_helpers.cu, MXFP8 -> block scales), as decoded values: each
+    sub-block's top T = floor(log2 amax) (+1 above 1.75) + e - 127; the block top B (rows side:
+    the max over the 128-block's sub-blocks; columns side: the row's max T_r plus the 128x128
+    block's max of T - T_r); each element x * 2^(e - 127 - B + 8) rounded to e4m3 (RNE), times
+    2^(B - 8). A NaN scale makes the whole row NaN; an empty block stays zero."""
+    rows, k = q.shape
+    kb32, kb128 = s.shape[1], -(-k // 128)
+    f64, inf = torch.float64, float("inf")
+    x = torch.zeros(rows, kb128 * 128, dtype=f64, device=DEV)
+    x[:, :k] = q.double()
+    e = torch.full((rows, kb128 * 4), 127.0, dtype=f64, device=DEV)
+    e[:, :kb32] = s.double()
+    sub = x.view(rows, kb128 * 4, 32)
+    amax = sub.abs().amax(2)
+    lg = torch.floor(torch.log2(amax.clamp_min(2.0 ** -20)))
+    top = lg + (amax / torch.exp2(lg) > 1.75).double() + e - 127
+    top = torch.where(amax == 0, -inf, top)
+    nan_row = (e == 255).any(1)
+    if columns:
+        t_r = top.amax(1)
+        live = torch.isfinite(t_r)
+        rel = torch.where(live[:, None] & torch.isfinite(top), top - t_r[:, None], -inf)
+        nb = -(-rows // 128)
+        pad = torch.full((nb * 128, kb128 * 4), -inf, dtype=f64, device=DEV)
+        pad[:rows] = rel
+        r = pad.view(nb, 128, kb128, 4).amax((1, 3))
+        r = torch.where(torch.isfinite(r), r, 0.0)
+        block = t_r[:, None] + r.repeat_interleave(128, 0)[:rows].repeat_interleave(4, 1)
+    else:
+        block = top.view(rows, kb128, 4).amax(2).repeat_interleave(4, 1)
+    block = torch.where(torch.isfinite(block), block, 0.0)  # empty: zeros stay zeros
+    v = sub * torch.exp2(e - 127 - block + 8)[..., None]
+    v = v.float().to(E4M3).double() * torch.exp2(block - 8)[..., None]
+    v = v.view(rows, -1)[:, :k]
+    v[nan_row] = float("nan")
+    return v
+
+
+def mx_identity(k):
+    """The MX-quantized k x k identity (ones as 256 * 2^-8): the recast keeps it exact."""
+    eye = padded((k, k), E4M3)
+    eye.copy_((torch.eye(k, device=DEV) * 256).to(E4M3))
+    return eye, torch.full((k, -(-k // 32)), 127 - 8, device=DEV, dtype=torch.uint8)
+
+
+@pytest.mark.parametrize("side", ["a", "b"])
+@pytest.mark.parametrize("rows,k", [(300, 1000), (129, 4096), (17, 100)])
+def test_fp8_mx_block_recast_rounds_exactly(side, rows, k):
+    """The recast bit for bit: against an identity operand every output is one recast element
+    times its block scales (exact in fp32 and bf16), so D equals the float64 model of the recast
+    exactly, on data that takes every branch (exponent add, fp16 and fp32 shifts, subnormals,
+    shifts up, zeros, NaN scales). A is the rows side, B the columns side."""
+    q, s = mx_wild(rows, k)
+    s[rows // 2, 1] = 255  # a NaN scale
+    eye, s_eye = mx_identity(k)
+    if side == "a":
+        out = nan_out((rows, k), torch.bfloat16)
+        deepwell.gemm_fp8(q, eye.t(), s, s_eye, granularity="mx", out=out)
+        want = mx_recast_model(q, s, columns=False)
+    else:
+        out = nan_out((k, rows), torch.bfloat16)
+        deepwell.gemm_fp8(eye, q.t(), s_eye, s, granularity="mx", out=out)
+        want = mx_recast_model(q, s, columns=True).t()
+    got = out.double()
+    assert torch.equal(got.isnan(), want.isnan())
+    bad = (got.nan_to_num() != want.nan_to_num()).nonzero()
+    assert bad.shape[0] == 0, f"{bad.shape[0]} elements differ, first at {bad[:4].tolist()}"
+
+
 def test_fp8_tensor_scaling_emulated_outputs():
     """Tensor scaling beyond the fp8 kernels (e5m2 first) runs on the bf16 kernels."""
     m, n, k = 200, 136, 520
