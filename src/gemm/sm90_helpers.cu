@@ -12,7 +12,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "gemm/sm90_helpers.hpp"
 #include "quant/codec.hpp"
@@ -200,6 +199,26 @@ __device__ __forceinline__ void magnitude_range(const SubBlock& b, uint32_t* hi,
   *lo = mn;
 }
 
+// The largest magnitude code alone (the columns side's tops pass needs no smallest): bytes 0 and
+// 2 and bytes 1 and 3 of each word as 16-bit lanes, one VIMNMX.U16x2 each, where the byte-wise
+// max of magnitude_range costs ~10 emulated instructions a word (tops pass 27.4 -> 24.8 us at
+// 8192^2, session 48). A NaN code (0x7f, the largest) sends the sub-block to magnitude_range.
+__device__ __forceinline__ uint32_t largest_code(const SubBlock& b) {
+  uint32_t even = 0, odd = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    even = __vmaxu2(even, b.w[i] & 0x007f007fu);
+    odd = __vmaxu2(odd, b.w[i] & 0x7f007f00u);
+  }
+  const uint32_t m = __vmaxu2(even, odd >> 8);
+  uint32_t hi = max(m & 0xffffu, m >> 16);
+  if (hi == 0x7f) {
+    uint32_t lo;
+    magnitude_range(b, &hi, &lo);
+  }
+  return hi;
+}
+
 // The sub-block's top from its largest magnitude code and scale: floor(log2) of the e4m3 value
 // (normal: E - 7; subnormal m * 2^-9: the top bit of m, - 9), + 1 for mantissa 1.875 (the only
 // e4m3 mantissa above 1.75), + e - 127.
@@ -248,121 +267,6 @@ __device__ __forceinline__ void scale_sub_block(SubBlock& b, int u, uint32_t hi,
   }
 }
 
-// ---- A/B (session 48): the recast's arithmetic four ways; the winner stays, the rest go.
-//  kBytes:    byte-parallel range (emulated per-byte compares/max/min) and integer exponent add;
-//  kHalf:     range and scale through fp16 (F2FP unpack, HMNMX2 drops NaN, HMUL2 by 2^u, F2FP
-//             pack): exact, since every e4m3 value times 2^u (-24 <= u <= 15) is an fp16 number
-//             or below 2^-20 (rounds to zero either way);
-//  kLanes:    largest code from 16-bit lanes (VIMNMX.U16x2), scale through fp16;
-//  kLanesInt: largest and smallest non-zero code from 16-bit lanes, integer add masked by a
-//             non-zero test (no per-byte compares).
-enum class MxMath { kBytes = 0, kHalf = 1, kLanes = 2, kLanesInt = 3 };
-
-struct Range {
-  uint32_t hi = 0, lo = 0x7f;  // largest (NaN left out) and smallest non-zero magnitude code
-  bool nan = false;            // a NaN element (kLanesInt: the scale keeps its byte)
-};
-
-__device__ __forceinline__ __half2 unpack_e4m3x2(uint32_t w, int p) {
-  return __half2(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w >> (16 * p)),
-                                            __NV_E4M3));
-}
-
-__device__ __forceinline__ uint32_t pack_e4m3x2(__half2 h) {
-  return __nv_cvt_halfraw2_to_fp8x2(static_cast<__half2_raw>(h), __NV_SATFINITE, __NV_E4M3);
-}
-
-template <MxMath kMath>
-__device__ __forceinline__ Range sub_block_range(const SubBlock& b) {
-  Range r;
-  if constexpr (kMath == MxMath::kBytes) {
-    magnitude_range(b, &r.hi, &r.lo);
-  } else if constexpr (kMath == MxMath::kHalf) {
-    __half2 m = __float2half2_rn(0.0f);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      m = __hmax2(m, __hmax2(__habs2(unpack_e4m3x2(b.w[i], 0)),
-                             __habs2(unpack_e4m3x2(b.w[i], 1))));
-    }
-    const __half h = __hmax(__low2half(m), __high2half(m));  // an e4m3 value: exact back
-    r.hi = __nv_cvt_halfraw_to_fp8(static_cast<__half_raw>(h), __NV_SATFINITE, __NV_E4M3);
-  } else {
-    constexpr bool kLo = kMath == MxMath::kLanesInt;
-    uint32_t m0 = 0, m1 = 0, n0 = 0xffffffffu, n1 = 0xffffffffu;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const uint32_t a = b.w[i] & 0x007f007fu;
-      m0 = __vmaxu2(m0, a);
-      if constexpr (kLo) {
-        const uint32_t c = (b.w[i] >> 8) & 0x007f007fu;
-        m1 = __vmaxu2(m1, c);
-        // v -> v - 1, 0 -> 0x1ff: the smallest non-zero code is the lanes' min + 1
-        n0 = __vminu2(n0, (a + 0x00ff00ffu) ^ 0x01000100u);
-        n1 = __vminu2(n1, (c + 0x00ff00ffu) ^ 0x01000100u);
-      } else {
-        m1 = __vmaxu2(m1, b.w[i] & 0x7f007f00u);
-      }
-    }
-    if constexpr (!kLo) m1 >>= 8;
-    const uint32_t m = __vmaxu2(m0, m1);
-    r.hi = max(m & 0xffffu, m >> 16);
-    if (r.hi == 0x7f) {  // a NaN element: the exact byte-parallel range
-      r.nan = true;
-      magnitude_range(b, &r.hi, &r.lo);
-    } else if constexpr (kLo) {
-      const uint32_t n = __vminu2(n0, n1);
-      const uint32_t least = min(n & 0xffffu, n >> 16) + 1;
-      r.lo = least > 0x7f ? 0x7f : least;
-    }
-  }
-  return r;
-}
-
-// Every element times 2^u through fp16 (exact for -24 <= u <= 15, see above), else fp32.
-__device__ __forceinline__ void scale_sub_block_half(SubBlock& b, int u) {
-  if (u == 0) return;
-  if (u < -24 || u > 15) {
-    scale_sub_block(b, u, 0x7f, 0);  // (never the integer path: lo = 0)
-    return;
-  }
-  const uint16_t bits = u >= -14 ? static_cast<uint16_t>((u + 15) << 10)
-                                 : static_cast<uint16_t>(1u << (u + 24));
-  const __half2 f = __half2half2(__ushort_as_half(bits));
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    b.w[i] = pack_e4m3x2(__hmul2(unpack_e4m3x2(b.w[i], 0), f)) |
-             (pack_e4m3x2(__hmul2(unpack_e4m3x2(b.w[i], 1), f)) << 16);
-  }
-}
-
-template <MxMath kMath>
-__device__ __forceinline__ void scale_by(SubBlock& b, int u, const Range& r) {
-  if constexpr (kMath == MxMath::kBytes) {
-    scale_sub_block(b, u, r.hi, r.lo);
-  } else if constexpr (kMath == MxMath::kHalf || kMath == MxMath::kLanes) {
-    scale_sub_block_half(b, u);
-  } else {
-    if (u == 0) return;
-    if (r.nan) {
-      scale_sub_block(b, u, r.hi, r.lo);
-      return;
-    }
-    const bool integer_path = u < 0 ? r.lo >= static_cast<uint32_t>((1 - u) << 3)
-                                    : r.lo >= 8 && r.hi + (static_cast<uint32_t>(u) << 3) <= 0x7eu;
-    if (!integer_path) {
-      scale_sub_block_half(b, u);
-      return;
-    }
-    const uint32_t step = static_cast<uint32_t>(u < 0 ? -u : u);  // exponent steps, < 16
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      // 0x08 in each byte with a non-zero magnitude (no NaN here), times the steps
-      const uint32_t nz = (((b.w[i] & 0x7f7f7f7fu) + 0x7f7f7f7fu) & 0x80808080u) >> 4;
-      b.w[i] = u < 0 ? b.w[i] - nz * step : b.w[i] + nz * step;
-    }
-  }
-}
-
 // The fp32 factor of a block's top: 2^(top - 8) (the top lands at 2^8), NaN for a NaN scale, 1
 // for a block of zeros.
 __device__ __forceinline__ float top_factor(int top) {
@@ -374,7 +278,6 @@ __device__ __forceinline__ float top_factor(int top) {
 // Columns side, step 1: one warp per row: each sub-block's top T(r, j) into `tops` (rows, kb32),
 // the row's top T_r = max_j T(r, j) (kTopNaN when a scale is NaN: it is the largest code) into
 // exps[r], and the row scale 2^(T_r - 8) (NaN for a NaN scale, 1 for a row of zeros).
-template <MxMath kMath>
 __global__ void mx_tops_kernel(const uint8_t* __restrict__ src, int64_t rows, int64_t cols,
                                int64_t rs, const uint8_t* __restrict__ scales, int64_t s_rs,
                                int64_t s_cs, int64_t kb32, int32_t* __restrict__ tops,
@@ -395,8 +298,7 @@ __global__ void mx_tops_kernel(const uint8_t* __restrict__ src, int64_t rows, in
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       if (count[h] == 0) continue;
-      const Range range = sub_block_range<kMath == MxMath::kLanesInt ? MxMath::kLanes : kMath>(x[h]);
-      const int t = top_of(range.hi, __ldg(scales + r * s_rs + (j0 + h) * s_cs));
+      const int t = top_of(largest_code(x[h]), __ldg(scales + r * s_rs + (j0 + h) * s_cs));
       tops[r * kb32 + j0 + h] = t;
       t_r = max(t_r, t);
     }
@@ -452,7 +354,7 @@ __global__ void mx_block_exponents_kernel(const int32_t* __restrict__ tops, int6
 // rows side, the max of the four sub-blocks' tops (one lane shuffle; the first lane writes sfa =
 // 2^(B - 8), NaN when a scale is NaN, 1 for zeros); columns side, T_r + R from the exponent
 // passes. Elements of a NaN-scaled row or block are written as zeros.
-template <bool kColumns, MxMath kMath>
+template <bool kColumns>
 __global__ void mx_convert_kernel(const uint8_t* __restrict__ src, int64_t rows, int64_t cols,
                                   int64_t rs, const uint8_t* __restrict__ scales, int64_t s_rs,
                                   int64_t s_cs, int64_t kb32, int64_t kb128,
@@ -473,7 +375,7 @@ __global__ void mx_convert_kernel(const uint8_t* __restrict__ src, int64_t rows,
   const bool live[2] = {r < rows && j0 < kb32, r < rows && j0 + 1 < kb32};
   SubBlock x[2];
   int e[2], count[2];
-  Range range[2];
+  uint32_t hi[2] = {0, 0}, lo[2] = {0x7f, 0x7f};
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int64_t c0 = 32 * (j0 + h);
@@ -483,7 +385,7 @@ __global__ void mx_convert_kernel(const uint8_t* __restrict__ src, int64_t rows,
   }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    if (live[h]) range[h] = sub_block_range<kMath>(x[h]);
+    if (live[h]) magnitude_range(x[h], &hi[h], &lo[h]);
   }
   int block_top;
   if constexpr (kColumns) {
@@ -493,8 +395,8 @@ __global__ void mx_convert_kernel(const uint8_t* __restrict__ src, int64_t rows,
                 : t_r == kTopEmpty ? kTopEmpty
                                    : t_r + exps[rows + (r / 128) * kb128 + kb];
   } else {
-    const int t = max(live[0] ? top_of(range[0].hi, e[0]) : kTopEmpty,
-                      live[1] ? top_of(range[1].hi, e[1]) : kTopEmpty);
+    const int t = max(live[0] ? top_of(hi[0], e[0]) : kTopEmpty,
+                      live[1] ? top_of(hi[1], e[1]) : kTopEmpty);
     block_top = max(t, __shfl_xor_sync(0xffffffffu, t, 1));
     if (live[0] && idx % 2 == 0) {
       sfa[kb * sfa_ld + r] = top_factor(block_top);
@@ -506,57 +408,41 @@ __global__ void mx_convert_kernel(const uint8_t* __restrict__ src, int64_t rows,
     if (block_top == kTopNaN) {
       x[h] = SubBlock{};  // its D row or column is NaN through the scale
     } else if (block_top != kTopEmpty) {  // (a block of zeros and NaN stays as it is)
-      scale_by<kMath>(x[h], max(e[h] - 127 - block_top + 8, -254), range[h]);
+      scale_sub_block(x[h], max(e[h] - 127 - block_top + 8, -254), hi[h], lo[h]);
     }
     store_sub_block(dst + r * ld + 32 * (j0 + h), count[h], x[h]);
-  }
-}
-
-template <MxMath kMath>
-void launch_mx_to_block(const MxToBlock& x, cudaStream_t s) {
-  const int64_t kb32 = (x.cols + 31) / 32, kb128 = (x.cols + 127) / 128;
-  const auto* src = static_cast<const uint8_t*>(x.src);
-  const auto* scales = static_cast<const uint8_t*>(x.scales);
-  auto* dst = static_cast<uint8_t*>(x.dst);
-  const unsigned blocks = static_cast<unsigned>((x.rows * kb128 * 2 + 255) / 256);
-  if (x.columns) {
-    const int64_t nb = (x.rows + 127) / 128;
-    int32_t* tops = x.exps + x.rows + nb * kb128;
-    mx_tops_kernel<kMath><<<static_cast<unsigned>((x.rows + 7) / 8), 256, 0, s>>>(
-        src, x.rows, x.cols, x.rs, scales, x.s_rs, x.s_cs, kb32, tops, x.exps, x.row_scales);
-    mx_block_exponents_kernel<<<dim3(static_cast<unsigned>(nb),
-                                     static_cast<unsigned>((kb128 + 7) / 8)),
-                                256, 0, s>>>(tops, x.rows, kb32, kb128, x.block_scales,
-                                             x.block_ld, x.exps);
-    mx_convert_kernel<true, kMath><<<blocks, 256, 0, s>>>(src, x.rows, x.cols, x.rs, scales,
-                                                          x.s_rs, x.s_cs, kb32, kb128, dst, x.ld,
-                                                          nullptr, 0, x.exps);
-  } else {
-    mx_convert_kernel<false, kMath><<<blocks, 256, 0, s>>>(src, x.rows, x.cols, x.rs, scales,
-                                                           x.s_rs, x.s_cs, kb32, kb128, dst,
-                                                           x.ld, x.block_scales, x.block_ld,
-                                                           nullptr);
   }
 }
 
 }  // namespace
 
 Status mx_to_block(const MxToBlock& x, void* stream) {
-  const int64_t kb128 = (x.cols + 127) / 128;
+  const int64_t kb32 = (x.cols + 31) / 32, kb128 = (x.cols + 127) / 128;
   const int64_t lanes = x.rows * kb128 * 2;
   if ((lanes + 255) / 256 > 2147483647) {
     return Status(StatusCode::kNotSupported, "gemm_fp8: operand too large for the MX recast");
   }
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  static const int math = [] {  // A/B switch (session 48), not an interface
-    const char* v = std::getenv("DEEPWELL_MX_MATH");
-    return v ? std::atoi(v) : 0;
-  }();
-  switch (math) {
-    case 1: launch_mx_to_block<MxMath::kHalf>(x, s); break;
-    case 2: launch_mx_to_block<MxMath::kLanes>(x, s); break;
-    case 3: launch_mx_to_block<MxMath::kLanesInt>(x, s); break;
-    default: launch_mx_to_block<MxMath::kBytes>(x, s); break;
+  const auto* src = static_cast<const uint8_t*>(x.src);
+  const auto* scales = static_cast<const uint8_t*>(x.scales);
+  auto* dst = static_cast<uint8_t*>(x.dst);
+  const unsigned blocks = static_cast<unsigned>((lanes + 255) / 256);
+  if (x.columns) {
+    const int64_t nb = (x.rows + 127) / 128;
+    int32_t* tops = x.exps + x.rows + nb * kb128;
+    mx_tops_kernel<<<static_cast<unsigned>((x.rows + 7) / 8), 256, 0, s>>>(
+        src, x.rows, x.cols, x.rs, scales, x.s_rs, x.s_cs, kb32, tops, x.exps, x.row_scales);
+    mx_block_exponents_kernel<<<dim3(static_cast<unsigned>(nb),
+                                     static_cast<unsigned>((kb128 + 7) / 8)),
+                                256, 0, s>>>(tops, x.rows, kb32, kb128, x.block_scales,
+                                             x.block_ld, x.exps);
+    mx_convert_kernel<true><<<blocks, 256, 0, s>>>(src, x.rows, x.cols, x.rs, scales, x.s_rs,
+                                                   x.s_cs, kb32, kb128, dst, x.ld, nullptr, 0,
+                                                   x.exps);
+  } else {
+    mx_convert_kernel<false><<<blocks, 256, 0, s>>>(src, x.rows, x.cols, x.rs, scales, x.s_rs,
+                                                    x.s_cs, kb32, kb128, dst, x.ld,
+                                                    x.block_scales, x.block_ld, nullptr);
   }
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) {

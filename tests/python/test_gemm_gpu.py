@@ -906,7 +906,7 @@ def mx_recast_model(q, s, columns):
     sub-block's top T = floor(log2 amax) (+1 above 1.75) + e - 127; the block top B (rows side:
     the max over the 128-block's sub-blocks; columns side: the row's max T_r plus the 128x128
     block's max of T - T_r); each element x * 2^(e - 127 - B + 8) rounded to e4m3 (RNE), times
-    2^(B - 8). A NaN scale makes the whole row NaN; an empty block stays zero."""
+    2^(B - 8). A NaN scale or element makes the whole row NaN; an empty block stays zero."""
     rows, k = q.shape
     kb32, kb128 = s.shape[1], -(-k // 128)
     f64, inf = torch.float64, float("inf")
@@ -915,11 +915,11 @@ def mx_recast_model(q, s, columns):
     e = torch.full((rows, kb128 * 4), 127.0, dtype=f64, device=DEV)
     e[:, :kb32] = s.double()
     sub = x.view(rows, kb128 * 4, 32)
-    amax = sub.abs().amax(2)
+    amax = sub.abs().nan_to_num(0.0).amax(2)  # NaN elements left out
     lg = torch.floor(torch.log2(amax.clamp_min(2.0 ** -20)))
     top = lg + (amax / torch.exp2(lg) > 1.75).double() + e - 127
     top = torch.where(amax == 0, -inf, top)
-    nan_row = (e == 255).any(1)
+    nan_row = (e == 255).any(1) | x.isnan().any(1)  # (NaN times 0 reaches every output)
     if columns:
         t_r = top.amax(1)
         live = torch.isfinite(t_r)
@@ -953,9 +953,10 @@ def test_fp8_mx_block_recast_rounds_exactly(side, rows, k):
     """The recast bit for bit: against an identity operand every output is one recast element
     times its block scales (exact in fp32 and bf16), so D equals the float64 model of the recast
     exactly, on data that takes every branch (exponent add, fp16 and fp32 shifts, subnormals,
-    shifts up, zeros, NaN scales). A is the rows side, B the columns side."""
+    shifts up, zeros, NaN scales and elements). A is the rows side, B the columns side."""
     q, s = mx_wild(rows, k)
     s[rows // 2, 1] = 255  # a NaN scale
+    q.view(torch.uint8)[rows // 3, 5] = 0x7F  # a NaN element (its block's other rows are checked)
     eye, s_eye = mx_identity(k)
     if side == "a":
         out = nan_out((rows, k), torch.bfloat16)
