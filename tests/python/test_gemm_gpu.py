@@ -885,8 +885,8 @@ def test_fp8_mx_block_recast_nan_and_zero_blocks(monkeypatch):
 def mx_wild(rows, k):
     """e4m3 bytes that reach every branch of the recast: each 32-element sub-block is uniform
     over all non-NaN codes, narrow normal codes (the exponent-add path), subnormals only, or
-    zeros; whole 128-blocks of subnormals (shifts up by 2^17); scales 2^-20..2^20 (shifts below
-    2^-24). Returns the data and its ue8m0 scales."""
+    zeros; whole 128-blocks of subnormals (shifts up by 2^17); scales 2^-20..2^20 (shifts down
+    past e4m3's subnormals, the fp32 path). Returns the data and its ue8m0 scales."""
     kb32, kb128 = -(-k // 32), -(-k // 128)
     kind = torch.randint(0, 4, (rows, kb32), device=DEV).repeat_interleave(32, 1)[:, :k]
     code = torch.randint(0, 0x7F, (rows, k), device=DEV)
@@ -952,8 +952,8 @@ def mx_identity(k):
 def test_fp8_mx_block_recast_rounds_exactly(side, rows, k):
     """The recast bit for bit: against an identity operand every output is one recast element
     times its block scales (exact in fp32 and bf16), so D equals the float64 model of the recast
-    exactly, on data that takes every branch (exponent add, fp16 and fp32 shifts, subnormals,
-    shifts up, zeros, NaN scales and elements). A is the rows side, B the columns side."""
+    exactly, on data that takes every branch (exponent add, fp32 shifts, subnormals, shifts up,
+    zeros, NaN scales and elements). A is the rows side, B the columns side."""
     q, s = mx_wild(rows, k)
     s[rows // 2, 1] = 255  # a NaN scale
     q.view(torch.uint8)[rows // 3, 5] = 0x7F  # a NaN element (its block's other rows are checked)
