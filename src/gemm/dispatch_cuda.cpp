@@ -704,6 +704,8 @@ Status run(Call* call, const Context& ctx) {
   }
   auto* ws = static_cast<uint8_t*>(ctx.workspace);
   sm90::Launch& l = call->launch;
+  const sm90::MxToBlock* mx_rows = nullptr;  // the MX recasts, launched after the loop: both
+  const sm90::MxToBlock* mx_columns = nullptr;  // operands' converts go in one grid
   for (size_t i = 0; i < call->copies.size(); ++i) {
     Copy& c = call->copies[i];
     void* dst = ws + c.offset;
@@ -722,7 +724,7 @@ Status run(Call* call, const Context& ctx) {
       } else {
         l.sfa = c.x.block_scales;
       }
-      DW_TRY(sm90::mx_to_block(c.x, ctx.stream));
+      (c.x.columns ? mx_columns : mx_rows) = &c.x;
     } else {
       c.t.dst = dst;
       DW_TRY(sm90::transpose(c.t, ctx.stream));
@@ -732,6 +734,12 @@ Status run(Call* call, const Context& ctx) {
     if (idx == call->b_copy) l.b = dst;
     if (idx == call->sfa_copy) l.sfa = static_cast<const float*>(dst);
     if (idx == call->sfb_copy) l.sfb = static_cast<const float*>(dst);
+  }
+  if (mx_rows || mx_columns) {  // the plan recasts both operands or neither (mx_copy)
+    if (!mx_rows || !mx_columns) {
+      return Status(StatusCode::kInternal, "gemm_fp8: MX recast planned for one operand only");
+    }
+    DW_TRY(sm90::mx_to_block(*mx_rows, *mx_columns, ctx.stream));
   }
   l.workspace = call->kernel_workspace ? ws + call->copies_bytes : nullptr;
   l.workspace_size = call->kernel_workspace;

@@ -75,6 +75,8 @@ struct MxToBlock {
   float* row_scales = nullptr;  // columns side
   int32_t* exps = nullptr;      // columns side
 };
-Status mx_to_block(const MxToBlock& x, void* stream);
+// Both operands of one call (rows_side.columns false, columns_side.columns true): the columns
+// side's exponent passes, then both converts in one grid.
+Status mx_to_block(const MxToBlock& rows_side, const MxToBlock& columns_side, void* stream);
 
 }  // namespace deepwell::matmul::sm90

@@ -948,7 +948,7 @@ def mx_identity(k):
 
 
 @pytest.mark.parametrize("side", ["a", "b"])
-@pytest.mark.parametrize("rows,k", [(300, 1000), (129, 4096), (17, 100)])
+@pytest.mark.parametrize("rows,k", [(300, 1000), (129, 4096), (17, 100), (65, 8200)])
 def test_fp8_mx_block_recast_rounds_exactly(side, rows, k):
     """The recast bit for bit: against an identity operand every output is one recast element
     times its block scales (exact in fp32 and bf16), so D equals the float64 model of the recast
