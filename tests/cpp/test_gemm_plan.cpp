@@ -645,9 +645,13 @@ TEST(GemmPlan, Every16BitGroupHasTheSameTiles) {
     EXPECT_EQ(cluster_n(64, 6144, 4096) == 4, wide_tiny);
     EXPECT_NE(cluster_n(64, 8192, 8192), 4);
     EXPECT_EQ(cluster_n(64, 57344, 8192) == 4, wide_tiny);  // 8 waves, 7 % of slots idle
-    EXPECT_EQ(cluster_n(128, 57344, 8192) == 4, wide_tiny);
+    // (at K = 4096-8192 the own 128x256 where the group has it)
+    EXPECT_EQ(cluster_n(128, 57344, 8192) == 4, wide_tiny && !own);
+    EXPECT_EQ(cluster_n(128, 57344, 16384) == 4, wide_tiny);
     if (wide_tiny) {
-      EXPECT_EQ(pick(128, 57344, 8192), P({128, 64}, Schedule::kCooperative));
+      EXPECT_EQ(pick(128, 57344, 8192), own ? P({128, 256}, Schedule::kFp8Promoted)
+                                            : P({128, 64}, Schedule::kCooperative));
+      EXPECT_EQ(pick(128, 57344, 16384), P({128, 64}, Schedule::kCooperative));
     }
     EXPECT_NE(cluster_n(128, 10240, 8192), 4);
     EXPECT_NE(cluster_n(128, 28672, 4096), 4);
