@@ -505,11 +505,12 @@ constexpr Plan choose_plan(const KernelSpec* const* cands, size_t count, int64_t
     // rounds, bench/gemm_sweep.py): 128x57344x8192 (224 tiles, two rounds) 1x4 0.954 / own
     // 128x256 1.023 / ping-pong 64x160 1.000 / 128x128 0.953 (the suite's cell: 0.94-0.95x on the
     // 1x4 in two runs). K = 4096 was not measured (the own tile's range); nor was the H100.
-    const bool own_streams = own != nullptr && own->tile_n == 256 && !fp8_operands(*own) &&
-                             kdim >= 4096 && kdim <= 8192;
     if (fp8_operands(*narrow_n4) ? n4_rounds == 1 && n4_long_k_fits
                                  : n4_clusters >= 4 * n4_at_once) {
-      if (!fp8_operands(*narrow_n4) && own_streams) return own_plan(*own);
+      if (!fp8_operands(*narrow_n4) && own != nullptr && own->tile_n == 256 && kdim >= 4096 &&
+          kdim <= 8192) {
+        return own_plan(*own);
+      }
       return plan_for(*narrow_n4, m, n, kdim, batch, sm_count);
     }
   }
