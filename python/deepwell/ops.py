@@ -15,6 +15,7 @@ _ACTIVATIONS = {"none": 0, "relu": 1, "gelu": 2, "gelu_erf": 2, "gelu_tanh": 3, 
 
 _C = None
 _torch_gemm = None  # deepwell._torch.gemm once looked up; False where it is absent or not usable
+_torch_attention = None  # deepwell._torch.attention, the same way
 
 
 def _native():
@@ -99,6 +100,14 @@ def attention(q, k, v, *, causal: bool = False, window=None, scale=None, bias=No
                                       max_seqlen_q=_max_len(max_seqlen_q, "max_seqlen_q"),
                                       max_seqlen_k=_max_len(max_seqlen_k, "max_seqlen_k"))
             return res if return_lse else res[0]
+        if (out is None and bias is None and cu_seqlens_q is None and cu_seqlens_k is None
+                and max_seqlen_q is None and max_seqlen_k is None):
+            fast = _torch_attention if _torch_attention is not None else _load_torch_attention()
+            if fast:
+                wl, wr = _window(window, causal)
+                res = fast(q, k, v, bool(causal), wl, wr, _scale(scale), bool(return_lse))
+                if res is not NotImplemented:
+                    return res
     varlen = cu_seqlens_q is not None
     if out is None:
         out = T.empty(q, tuple(q.shape)) if hasattr(q, "shape") else None
@@ -195,24 +204,37 @@ def gemm(a, b, *, bias=None, c=None, alpha: float = 1.0, beta: float = 0.0,
     return out
 
 
-def _load_torch_gemm():
-    """deepwell._torch.gemm (python/src/torch_ext.cpp): gemm for torch CUDA tensors without the
-    Python attribute reads and the Python-level output allocation (~10 us less host time per call,
-    which decides small-M GEMMs). Used only when it was built against the torch that is loaded;
-    DEEPWELL_TORCH_EXT=0 turns it off (the general path then runs every call)."""
-    global _torch_gemm
+def _torch_ext():
+    """deepwell._torch (python/src/torch_ext.cpp), the host fast path for torch CUDA tensors: gemm
+    and attention without the Python attribute reads and the Python-level output allocation (~10
+    us less host time per call, which decides small-M GEMMs and small attention calls). None
+    unless it was built against the torch that is loaded; DEEPWELL_TORCH_EXT=0 turns it off (the
+    general path then runs every call)."""
     import os
 
-    _torch_gemm = False
     if os.environ.get("DEEPWELL_TORCH_EXT", "1") == "0":
-        return False
+        return None
     try:
         from . import _torch as ext
     except ImportError:
-        return False
-    if ext.built_for == sys.modules["torch"].__version__:
-        _torch_gemm = ext.gemm
+        return None
+    return ext if ext.built_for == sys.modules["torch"].__version__ else None
+
+
+def _load_torch_gemm():
+    """deepwell._torch.gemm, or False (the general path); loaded at the first torch call."""
+    global _torch_gemm
+    ext = _torch_ext()
+    _torch_gemm = ext.gemm if ext is not None else False
     return _torch_gemm
+
+
+def _load_torch_attention():
+    """deepwell._torch.attention, or False (the general path); loaded at the first torch call."""
+    global _torch_attention
+    ext = _torch_ext()
+    _torch_attention = getattr(ext, "attention", False) if ext is not None else False
+    return _torch_attention
 
 
 def _alloc_workspace(nbytes: int, device: int):

@@ -1,8 +1,10 @@
-// deepwell._torch: the host fast path of deepwell.gemm for torch CUDA tensors.
+// deepwell._torch: the host fast path of deepwell.gemm and deepwell.attention for torch CUDA
+// tensors.
 //
 // deepwell._C reads a torch tensor through Python attribute calls (six per tensor) and the Python
 // layer allocates the output with new_empty: at M = 128 a bf16 GEMM's kernel runs ~16 us while
-// that glue cost ~10 us of host time, and the call is host-bound (docs/perf-notes.md, session 45).
+// that glue cost ~10 us of host time, and the call is host-bound (docs/perf-notes.md, session 45);
+// small attention calls alike (session 50: (8,16,512,128) runs a 36 us kernel).
 // This module reads at::Tensor directly, allocates with at::empty and takes the current stream
 // from c10, the way torch's own operators do. It is built only where torch is importable at
 // configure time (cmake/python.cmake) and used only under the torch version it was built for
@@ -171,14 +173,84 @@ PyObject* gemm(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
 }
 
+// attention(q, k, v, causal, window_left, window_right, scale, return_lse) -> out, (out, lse), or
+// NotImplemented: deepwell.attention's dense call (no cu_seqlens, no bias, no out=) on 4-D (B, S,
+// H, D) CUDA tensors. out is allocated like q (contiguous, q's dtype), lse fp32 (B, Hq, Sq); scale
+// NaN means 1/sqrt(D) and a window side < 0 unbounded, as in deepwell::AttentionForwardArgs.
+PyObject* attention(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 8) {
+    PyErr_SetString(PyExc_TypeError, "deepwell._torch.attention: expected 8 arguments");
+    return nullptr;
+  }
+  if (!THPVariable_Check(args[0]) || !THPVariable_Check(args[1]) || !THPVariable_Check(args[2])) {
+    Py_RETURN_NOTIMPLEMENTED;
+  }
+  const int causal = PyObject_IsTrue(args[3]);
+  const long long window_left = PyLong_AsLongLong(args[4]);
+  const long long window_right = PyLong_AsLongLong(args[5]);
+  const double scale = PyFloat_AsDouble(args[6]);
+  const int return_lse = PyObject_IsTrue(args[7]);
+  if (causal < 0 || return_lse < 0 || PyErr_Occurred()) return nullptr;
+  try {
+    const at::Tensor& q = THPVariable_Unpack(args[0]);
+    deepwell::AttentionForwardArgs a;
+    // Other ranks (packed varlen, or wrong) take the general path, whose errors name them.
+    if (q.dim() != 4 || !view_of(q, &a.q) || !view_of(THPVariable_Unpack(args[1]), &a.k) ||
+        !view_of(THPVariable_Unpack(args[2]), &a.v)) {
+      Py_RETURN_NOTIMPLEMENTED;
+    }
+    at::Tensor out = at::empty(q.sizes(), q.options());
+    if (!view_of(out, &a.out)) Py_RETURN_NOTIMPLEMENTED;
+    at::Tensor lse;
+    TensorView lse_view;
+    if (return_lse) {
+      lse = at::empty({q.size(0), q.size(2), q.size(1)}, q.options().dtype(at::kFloat));
+      if (!view_of(lse, &lse_view)) Py_RETURN_NOTIMPLEMENTED;
+      a.lse = &lse_view;
+    }
+    a.softmax_scale = static_cast<float>(scale);
+    a.mask = {causal != 0, window_left, window_right};
+    Workspace ws{at::Tensor(), q.device(), {}};  // split-KV's partial results, when it splits
+    deepwell::Context ctx;
+    ctx.stream = c10::cuda::getCurrentCUDAStream(q.get_device()).stream();
+    ctx.allocate_workspace = &Workspace::allocate;
+    ctx.allocator_user = &ws;
+    const Status s = deepwell::attention_forward(a, ctx);
+    if (!ws.error.empty()) {
+      PyErr_SetString(PyExc_MemoryError,
+                      ("attention: workspace allocation failed: " + ws.error).c_str());
+      return nullptr;
+    }
+    if (!s.ok()) return raise(s);
+    PyObject* out_obj = THPVariable_Wrap(std::move(out));
+    if (!return_lse || out_obj == nullptr) return out_obj;
+    PyObject* lse_obj = THPVariable_Wrap(std::move(lse));
+    if (lse_obj == nullptr) {
+      Py_DECREF(out_obj);
+      return nullptr;
+    }
+    PyObject* pair = PyTuple_Pack(2, out_obj, lse_obj);
+    Py_DECREF(out_obj);
+    Py_DECREF(lse_obj);
+    return pair;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+}
+
 PyMethodDef methods[] = {
     {"gemm", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&gemm)), METH_FASTCALL,
      "gemm(a, b, out, c, bias, residual, alpha, beta, activation, out_dtype_code) -> out or "
      "NotImplemented"},
+    {"attention", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&attention)),
+     METH_FASTCALL,
+     "attention(q, k, v, causal, window_left, window_right, scale, return_lse) -> out, (out, lse) "
+     "or NotImplemented"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_torch",
-                      "deepwell's host fast path for torch CUDA tensors", -1, methods};
+                      "deepwell's host fast path for torch CUDA tensors (gemm, attention)", -1, methods};
 
 }  // namespace
 

@@ -499,3 +499,143 @@ def test_gqa_decoding_packed(hq_hkv, D, seed):
             assert rel_l2(out[:, :, 1::2], ref_out) <= TOL[dtype]
             assert rel_l2(lse[:, 1::2], ref_lse) <= LSE_TOL
             assert torch.isnan(out[:, :, ::2]).all() and torch.isnan(lse[:, ::2]).all()
+
+
+# ------------------------------------------------------------ the torch fast path (deepwell._torch)
+
+
+def _fast_attention():
+    """deepwell._torch.attention where this build has it (a CUDA build tree where torch imports),
+    else skip."""
+    import os
+
+    from deepwell import ops
+
+    pkg = os.path.dirname(deepwell.__file__)
+    if not any(f.startswith("_torch") and f.endswith(".so") for f in os.listdir(pkg)):
+        pytest.skip("deepwell._torch is not built here")
+    if os.environ.get("DEEPWELL_TORCH_EXT") == "0":
+        pytest.skip("DEEPWELL_TORCH_EXT=0")
+    fast = ops._torch_attention if ops._torch_attention is not None else ops._load_torch_attention()
+    assert fast, "deepwell._torch is built but not used (built for another torch?)"
+    return fast
+
+
+FAST_CASES = [  # (B, Sq, Sk, Hq, Hkv, D, dtype, keyword arguments)
+    (2, 128, 128, 4, 4, 128, torch.bfloat16, {}),
+    (2, 17, 300, 8, 2, 64, torch.float16, {"causal": True}),
+    (1, 1000, 1000, 2, 1, 256, torch.bfloat16, {"window": (100, 5), "scale": 0.07}),
+    (3, 1, 4000, 32, 8, 128, torch.bfloat16, {}),  # decoding: split-KV, a workspace
+    (2, 513, 200, 4, 4, 64, torch.float16, {"causal": True, "window": (50, None)}),
+]
+
+
+@pytest.mark.parametrize("case", FAST_CASES, ids=lambda c: "x".join(map(str, c[:6])))
+def test_torch_fast_path_matches_general_path(case, monkeypatch, seed):
+    """The fast path (at::Tensor read directly, out and lse from at::empty, c10's current stream)
+    returns what the general path does, bit for bit (lse too), and both match float64."""
+    from deepwell import ops
+
+    B, Sq, Sk, Hq, Hkv, D, dtype, kw = case
+    fast = _fast_attention()
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = rand((B, Sq, Hq, D), dtype, g)
+    k, v = rand((B, Sk, Hkv, D), dtype, g), rand((B, Sk, Hkv, D), dtype, g)
+    wl, wr = ops._window(kw.get("window"), kw.get("causal", False))
+    direct = fast(q, k, v, kw.get("causal", False), wl, wr, ops._scale(kw.get("scale")), True)
+    via_api = deepwell.attention(q, k, v, return_lse=True, **kw)
+    plain = deepwell.attention(q, k, v, **kw)
+    monkeypatch.setattr(ops, "_torch_attention", False)
+    general = deepwell.attention(q, k, v, return_lse=True, **kw)
+    ref_out, ref_lse = dense(q, k, v, **kw)
+    for out, lse in (direct, via_api, general):
+        assert out.shape == q.shape and out.dtype == dtype and out.is_contiguous()
+        assert lse.shape == (B, Hq, Sq) and lse.dtype == torch.float32
+        assert rel_l2(out, ref_out) <= TOL[dtype]
+        assert rel_l2(lse, ref_lse) <= LSE_TOL
+    for x, y in ((direct, general), (via_api, general)):
+        assert torch.equal(x[0], y[0]) and torch.equal(x[1], y[1])
+    assert isinstance(plain, torch.Tensor) and torch.equal(plain, general[0])
+
+
+def test_torch_fast_path_errors_match_general_path(monkeypatch):
+    """Bad input raises the same exception with the same message on both paths; what the fast
+    path does not take (a tensor on the CPU, a numpy array, packed 3-D q) reaches the general
+    path's checks through NotImplemented."""
+    import numpy as np
+
+    from deepwell import ops
+
+    _fast_attention()
+    q = torch.zeros((1, 8, 2, 64), device="cuda", dtype=torch.bfloat16)
+    base = torch.zeros(1 * 8 * 2 * 64 + 4, device="cuda", dtype=torch.bfloat16)
+    bad = {
+        "head dim 264": lambda: deepwell.attention(*[torch.zeros((1, 8, 2, 264), device="cuda",
+                                                                 dtype=torch.bfloat16)] * 3),
+        "f32": lambda: deepwell.attention(q.float(), q.float(), q.float()),
+        "misaligned": lambda: deepwell.attention(*[base[4:].view(1, 8, 2, 64)] * 3),
+        "k on the CPU": lambda: deepwell.attention(q, q.cpu(), q),
+        "v a numpy array": lambda: deepwell.attention(q, q, np.zeros((1, 8, 2, 64), np.float32)),
+        "k of another dtype": lambda: deepwell.attention(q, q.half(), q.half()),
+        "heads not a multiple": lambda: deepwell.attention(
+            torch.zeros((1, 8, 3, 64), device="cuda", dtype=torch.bfloat16), q, q),
+        "head dims differ": lambda: deepwell.attention(
+            q, torch.zeros((1, 8, 2, 128), device="cuda", dtype=torch.bfloat16), q),
+        "3-D q without cu_seqlens": lambda: deepwell.attention(q[0], q[0], q[0]),
+        "5-D q": lambda: deepwell.attention(q[None], q[None], q[None]),
+        "strided last dim": lambda: deepwell.attention(
+            torch.zeros((1, 8, 2, 128), device="cuda", dtype=torch.bfloat16)[..., ::2], q, q),
+        "window not a pair": lambda: deepwell.attention(q, q, q, window=3),
+        "negative scale": lambda: deepwell.attention(q, q, q, scale=-1.0),
+    }
+
+    def outcome(fn):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - the type and message are what is compared
+            return type(e), str(e)
+        return None
+
+    fast = {name: outcome(fn) for name, fn in bad.items()}
+    monkeypatch.setattr(ops, "_torch_attention", False)
+    general = {name: outcome(fn) for name, fn in bad.items()}
+    for name in bad:
+        assert fast[name] is not None, f"{name}: no error on the fast path"
+        assert fast[name] == general[name], name
+
+
+def test_torch_fast_path_streams_and_graphs(monkeypatch, seed):
+    """The fast path runs these calls (counted) on the caller's current stream (a side stream
+    here), and is capturable: a graph of a call with allocated out and lse replays on new q."""
+    from deepwell import ops
+
+    fast = _fast_attention()
+    calls = []
+
+    def counted(*args):
+        calls.append(1)
+        return fast(*args)
+
+    monkeypatch.setattr(ops, "_torch_attention", counted)
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v = (rand((2, 300, 4, 128), torch.bfloat16, g) for _ in range(3))
+    expected = dense(q, k, v, causal=True)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        out, lse = deepwell.attention(q, k, v, causal=True, return_lse=True)
+    torch.cuda.current_stream().wait_stream(s)
+    assert rel_l2(out, expected[0]) <= TOL[q.dtype] and rel_l2(lse, expected[1]) <= LSE_TOL
+
+    with torch.cuda.stream(s):  # warm-up outside the capture
+        deepwell.attention(q, k, v, causal=True, return_lse=True)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out, lse = deepwell.attention(q, k, v, causal=True, return_lse=True)
+    q.copy_(rand(q.shape, q.dtype, g))
+    graph.replay()
+    torch.cuda.synchronize()
+    expected = dense(q, k, v, causal=True)
+    assert rel_l2(out, expected[0]) <= TOL[q.dtype] and rel_l2(lse, expected[1]) <= LSE_TOL
+    assert len(calls) == 3
