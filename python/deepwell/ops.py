@@ -15,6 +15,7 @@ _ACTIVATIONS = {"none": 0, "relu": 1, "gelu": 2, "gelu_erf": 2, "gelu_tanh": 3, 
 
 _C = None
 _torch_gemm = None  # deepwell._torch.gemm once looked up; False where it is absent or not usable
+_torch_gemm_fp8 = None  # deepwell._torch.gemm_fp8, the same way
 _torch_attention = None  # deepwell._torch.attention, the same way
 
 
@@ -205,11 +206,11 @@ def gemm(a, b, *, bias=None, c=None, alpha: float = 1.0, beta: float = 0.0,
 
 
 def _torch_ext():
-    """deepwell._torch (python/src/torch_ext.cpp), the host fast path for torch CUDA tensors: gemm
-    and attention without the Python attribute reads and the Python-level output allocation (~10
-    us less host time per call, which decides small-M GEMMs and small attention calls). None
-    unless it was built against the torch that is loaded; DEEPWELL_TORCH_EXT=0 turns it off (the
-    general path then runs every call)."""
+    """deepwell._torch (python/src/torch_ext.cpp), the host fast path for torch CUDA tensors:
+    gemm, gemm_fp8 and attention without the Python attribute reads and the Python-level output
+    allocation (~6-10 us less host time per call, which decides small-M GEMMs and small attention
+    calls). None unless it was built against the torch that is loaded; DEEPWELL_TORCH_EXT=0 turns
+    it off (the general path then runs every call)."""
     import os
 
     if os.environ.get("DEEPWELL_TORCH_EXT", "1") == "0":
@@ -227,6 +228,14 @@ def _load_torch_gemm():
     ext = _torch_ext()
     _torch_gemm = ext.gemm if ext is not None else False
     return _torch_gemm
+
+
+def _load_torch_gemm_fp8():
+    """deepwell._torch.gemm_fp8, or False (the general path); loaded at the first torch call."""
+    global _torch_gemm_fp8
+    ext = _torch_ext()
+    _torch_gemm_fp8 = getattr(ext, "gemm_fp8", False) if ext is not None else False
+    return _torch_gemm_fp8
 
 
 def _load_torch_attention():
@@ -293,6 +302,14 @@ def gemm_fp8(a, b, scale_a, scale_b, *, granularity: str = "tensor", bias=None, 
         raise ValueError(f"argument 'granularity': expected one of {sorted(_FP8_SCALING)}, "
                          f"got {granularity!r}")
     _check_epilogue(activation, alpha, beta)
+    if T.is_torch(a):
+        fast = _torch_gemm_fp8 if _torch_gemm_fp8 is not None else _load_torch_gemm_fp8()
+        if fast:
+            code = -1 if out_dtype is None or out is not None else _dtype_code(out_dtype)
+            d = fast(a, b, scale_a, scale_b, _FP8_SCALING[granularity], out, c, bias, residual,
+                     float(alpha), float(beta), _ACTIVATIONS[activation], code)
+            if d is not NotImplemented:
+                return d
     if out is None:
         shape = _gemm_out_shape(a, b)
         code = T.BF16 if out_dtype is None else _dtype_code(out_dtype)

@@ -1,5 +1,5 @@
-// deepwell._torch: the host fast path of deepwell.gemm and deepwell.attention for torch CUDA
-// tensors.
+// deepwell._torch: the host fast path of deepwell.gemm, deepwell.gemm_fp8 and deepwell.attention
+// for torch CUDA tensors.
 //
 // deepwell._C reads a torch tensor through Python attribute calls (six per tensor) and the Python
 // layer allocates the output with new_empty: at M = 128 a bf16 GEMM's kernel runs ~16 us while
@@ -43,6 +43,7 @@ bool dtype_of(c10::ScalarType t, DType* out) {
     case c10::ScalarType::BFloat16: *out = DType::kBF16; return true;
     case c10::ScalarType::Float8_e4m3fn: *out = DType::kE4M3; return true;
     case c10::ScalarType::Float8_e5m2: *out = DType::kE5M2; return true;
+    case c10::ScalarType::Float8_e8m0fnu: *out = DType::kUE8M0; return true;
     case c10::ScalarType::Int: *out = DType::kI32; return true;
     case c10::ScalarType::Byte: *out = DType::kU8; return true;
     default: return false;
@@ -173,6 +174,85 @@ PyObject* gemm(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
 }
 
+// gemm_fp8(a, b, scale_a, scale_b, scaling, out, c, bias, residual, alpha, beta, activation,
+// out_dtype_code) -> out, or NotImplemented. out may be None (allocated here with a's device, of
+// dtype out_dtype_code or bf16 when that is -1). scaling is a deepwell::Fp8Scaling code; MX scales
+// may be uint8 or float8_e8m0fnu (both read as ue8m0, as ops._scale_descriptor does).
+PyObject* gemm_fp8(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 13) {
+    PyErr_SetString(PyExc_TypeError, "deepwell._torch.gemm_fp8: expected 13 arguments");
+    return nullptr;
+  }
+  for (int i = 0; i < 4; ++i) {
+    if (!THPVariable_Check(args[i])) Py_RETURN_NOTIMPLEMENTED;
+  }
+  const long scaling = PyLong_AsLong(args[4]);
+  const double alpha = PyFloat_AsDouble(args[9]);
+  const double beta = PyFloat_AsDouble(args[10]);
+  const long activation = PyLong_AsLong(args[11]);
+  const long out_code = PyLong_AsLong(args[12]);
+  if (PyErr_Occurred()) return nullptr;
+  try {
+    const at::Tensor& a = THPVariable_Unpack(args[0]);
+    const at::Tensor& b = THPVariable_Unpack(args[1]);
+    deepwell::GemmFp8Args g;
+    if (!view_of(a, &g.a) || !view_of(b, &g.b) ||
+        !view_of(THPVariable_Unpack(args[2]), &g.scale_a) ||
+        !view_of(THPVariable_Unpack(args[3]), &g.scale_b)) {
+      Py_RETURN_NOTIMPLEMENTED;
+    }
+    g.scaling = static_cast<deepwell::Fp8Scaling>(scaling);
+    if (g.scaling == deepwell::Fp8Scaling::kMx) {
+      if (g.scale_a.dtype == DType::kU8) g.scale_a.dtype = DType::kUE8M0;
+      if (g.scale_b.dtype == DType::kU8) g.scale_b.dtype = DType::kUE8M0;
+    }
+    Arg c(args[6]), bias(args[7]), residual(args[8]);
+    if (!c.ok || !bias.ok || !residual.ok) Py_RETURN_NOTIMPLEMENTED;
+    PyObject* out_obj = args[5];
+    at::Tensor fresh;
+    if (out_obj == Py_None) {
+      const int64_t an = a.dim(), bn = b.dim();
+      if (an < 2 || an > 3 || bn < 2 || bn > 3) Py_RETURN_NOTIMPLEMENTED;
+      c10::ScalarType st = c10::ScalarType::BFloat16;
+      if (out_code != -1 && !scalar_type_of(out_code, &st)) Py_RETURN_NOTIMPLEMENTED;
+      const at::TensorOptions opts = a.options().dtype(st);
+      if (an == 2 && bn == 2) {
+        fresh = at::empty({a.size(0), b.size(1)}, opts);
+      } else {
+        const int64_t batch = std::max<int64_t>(an == 3 ? a.size(0) : 1, bn == 3 ? b.size(0) : 1);
+        fresh = at::empty({batch, a.size(-2), b.size(-1)}, opts);
+      }
+      if (!view_of(fresh, &g.d)) Py_RETURN_NOTIMPLEMENTED;
+    } else if (!THPVariable_Check(out_obj) || !view_of(THPVariable_Unpack(out_obj), &g.d)) {
+      Py_RETURN_NOTIMPLEMENTED;
+    }
+    g.c = c.get();
+    g.bias = bias.get();
+    g.residual = residual.get();
+    g.alpha = static_cast<float>(alpha);
+    g.beta = static_cast<float>(beta);
+    g.activation = static_cast<deepwell::Activation>(activation);
+    Workspace ws{at::Tensor(), a.device(), {}};
+    deepwell::Context ctx;
+    ctx.stream = c10::cuda::getCurrentCUDAStream(a.get_device()).stream();
+    ctx.allocate_workspace = &Workspace::allocate;
+    ctx.allocator_user = &ws;
+    const Status s = deepwell::gemm_fp8(g, ctx);
+    if (!ws.error.empty()) {
+      PyErr_SetString(PyExc_MemoryError,
+                      ("gemm_fp8: workspace allocation failed: " + ws.error).c_str());
+      return nullptr;
+    }
+    if (!s.ok()) return raise(s);
+    if (fresh.defined()) return THPVariable_Wrap(std::move(fresh));
+    Py_INCREF(out_obj);
+    return out_obj;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+}
+
 // attention(q, k, v, causal, window_left, window_right, scale, return_lse) -> out, (out, lse), or
 // NotImplemented: deepwell.attention's dense call (no cu_seqlens, no bias, no out=) on 4-D (B, S,
 // H, D) CUDA tensors. out is allocated like q (contiguous, q's dtype), lse fp32 (B, Hq, Sq); scale
@@ -243,6 +323,10 @@ PyMethodDef methods[] = {
     {"gemm", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&gemm)), METH_FASTCALL,
      "gemm(a, b, out, c, bias, residual, alpha, beta, activation, out_dtype_code) -> out or "
      "NotImplemented"},
+    {"gemm_fp8", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&gemm_fp8)),
+     METH_FASTCALL,
+     "gemm_fp8(a, b, scale_a, scale_b, scaling, out, c, bias, residual, alpha, beta, activation, "
+     "out_dtype_code) -> out or NotImplemented"},
     {"attention", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&attention)),
      METH_FASTCALL,
      "attention(q, k, v, causal, window_left, window_right, scale, return_lse) -> out, (out, lse) "
@@ -250,7 +334,9 @@ PyMethodDef methods[] = {
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_torch",
-                      "deepwell's host fast path for torch CUDA tensors (gemm, attention)", -1, methods};
+                      "deepwell's host fast path for torch CUDA tensors (gemm, gemm_fp8, "
+                      "attention)",
+                      -1, methods};
 
 }  // namespace
 

@@ -1238,3 +1238,162 @@ def test_fp8_split_tail_is_deterministic(spec, gran):
     assert rel_l2(first, outs["dp"][0]) <= 5e-3
     ad, bd = decoded(a, b, sa, sb, gran)
     assert rel_l2(first, ad @ bd) <= 1e-2
+
+
+# ------------------------------------------------------- gemm_fp8's torch fast path (deepwell._torch)
+
+
+def _fast_fp8():
+    """deepwell._torch.gemm_fp8 where this build has it, else skip."""
+    from deepwell import ops
+
+    _fast_path()
+    fast = ops._torch_gemm_fp8 if ops._torch_gemm_fp8 is not None else ops._load_torch_gemm_fp8()
+    assert fast, "deepwell._torch has no gemm_fp8"
+    return fast
+
+
+_FAST_FP8_CASES = [  # (granularity, m, n, k, out_dtype, epilogue)
+    ("tensor", 8, 4096, 4096, None, "none"),  # the skinny kernel
+    ("row", 1000, 1104, 520, torch.float16, "bias_gelu"),
+    ("block", 256, 384, 8192, None, "residual"),
+    ("block", 130, 2000, 1000, torch.float32, "none"),
+    ("mx", 133, 200, 96, None, "none"),  # uint8 scales
+    ("mx_e8m0", 1000, 4104, 1000, torch.float16, "none"),
+]
+
+
+@pytest.mark.parametrize("case", _FAST_FP8_CASES, ids=lambda c: f"{c[0]}-{c[1]}x{c[2]}x{c[3]}")
+def test_torch_fast_path_fp8_matches_general_path(case, monkeypatch):
+    """gemm_fp8's fast path returns what the general path does, bit for bit (same plan, same
+    kernels), with out allocated (bf16 by default) or given; each against float64."""
+    from deepwell import ops
+
+    gran, m, n, k, out_dtype, epi = case
+    fast = _fast_fp8()
+    if gran.startswith("mx"):
+        a, sa = mx_quantized(m, k, spread=4)
+        w, sb = mx_quantized(n, k, spread=4)
+        if out_dtype == torch.float16:  # |D| well inside fp16's range
+            sa, sb = sa - 4, sb - 4
+        b = w.t()
+        ref = mx_decoded(a, sa) @ mx_decoded(w, sb).t()
+        if gran == "mx_e8m0":
+            sa, sb = sa.view(torch.float8_e8m0fnu), sb.view(torch.float8_e8m0fnu)
+        gran = "mx"
+    else:
+        a, b = fp8((m, k), E4M3), fp8((k, n), E4M3, k_major_b=True)
+        sa, sb = scales_for(gran, m, n, k)
+        ad, bd = decoded(a, b, sa, sb, gran)
+        ref = ad @ bd
+    od = out_dtype or torch.bfloat16
+    kw = {"granularity": gran, "out_dtype": out_dtype}
+    if epi == "bias_gelu":
+        kw.update(bias=torch.randn(n, device=DEV, dtype=od), activation="gelu_tanh")
+        ref = ACTS["gelu_tanh"](ref + kw["bias"].double())
+    elif epi == "residual":
+        kw["residual"] = torch.randn(m, n, device=DEV, dtype=od) * ref.abs().mean().float()
+        ref = ref + kw["residual"].double()
+    code = -1 if out_dtype is None else {torch.float32: 0, torch.float16: 1}[out_dtype]
+    direct = fast(a, b, sa, sb, ops._FP8_SCALING[gran], None, None, kw.get("bias"),
+                  kw.get("residual"), 1.0, 0.0, ops._ACTIVATIONS[kw.get("activation", "none")],
+                  code)
+    y_fast = deepwell.gemm_fp8(a, b, sa, sb, **kw)
+    given = nan_out((m, n), od)
+    kw_out = {key: val for key, val in kw.items() if key != "out_dtype"}
+    assert deepwell.gemm_fp8(a, b, sa, sb, out=given, **kw_out) is given
+    monkeypatch.setattr(ops, "_torch_gemm_fp8", False)
+    y_general = deepwell.gemm_fp8(a, b, sa, sb, **kw)
+    for y in (direct, y_fast, given, y_general):
+        assert y.shape == (m, n) and y.dtype == od and y.device == a.device
+        assert rel_l2(y, ref) <= 1e-2
+    for y in (direct, y_fast, given):
+        assert torch.equal(y, y_general)
+
+
+def test_torch_fast_path_fp8_errors_match_general_path(monkeypatch):
+    """Bad input raises the same exception with the same message on both paths (what the fast
+    path does not take reaches the general path's checks through NotImplemented)."""
+    import numpy as np
+
+    from deepwell import ops
+
+    _fast_fp8()
+    m, n, k = 64, 256, 256
+    a, b = fp8((m, k), E4M3), fp8((k, n), E4M3, k_major_b=True)
+    sa, sb = scales_for("block", m, n, k)
+    one = torch.ones(1, device=DEV)
+    bad = {
+        "block scales of the wrong shape": lambda: deepwell.gemm_fp8(
+            a, b, sa[:, :1], sb, granularity="block"),
+        "row scale of the wrong length": lambda: deepwell.gemm_fp8(
+            a, b, torch.ones(m + 1, device=DEV), torch.ones(n, device=DEV), granularity="row"),
+        "scale on the CPU": lambda: deepwell.gemm_fp8(a, b, one.cpu(), one),
+        "scale a float": lambda: deepwell.gemm_fp8(a, b, 1.0, one),
+        "scale float64": lambda: deepwell.gemm_fp8(a, b, one.double(), one),
+        "mx scales of fp32": lambda: deepwell.gemm_fp8(
+            a, b, torch.ones(m, k // 32, device=DEV), torch.ones(n, k // 32, device=DEV),
+            granularity="mx"),
+        "bf16 operands": lambda: deepwell.gemm_fp8(a.bfloat16(), b.bfloat16(), one, one),
+        "e5m2 x e5m2 row": lambda: deepwell.gemm_fp8(
+            a.to(E5M2), b.to(E5M2), torch.ones(m, device=DEV), torch.ones(n, device=DEV),
+            granularity="row"),
+        "K mismatch": lambda: deepwell.gemm_fp8(a, b[:128], one, one),
+        "b a numpy array": lambda: deepwell.gemm_fp8(a, np.ones((k, n), np.float32), one, one),
+        "f32 bias": lambda: deepwell.gemm_fp8(a, b, one, one, bias=torch.zeros(n, device=DEV)),
+        "bad out_dtype": lambda: deepwell.gemm_fp8(a, b, one, one, out_dtype=torch.int32),
+        "out of the wrong shape": lambda: deepwell.gemm_fp8(
+            a, b, one, one, out=torch.empty(m, n + 1, device=DEV, dtype=torch.bfloat16)),
+    }
+
+    def outcome(fn):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - the type and message are what is compared
+            return type(e), str(e)
+        return None
+
+    fast = {name: outcome(fn) for name, fn in bad.items()}
+    monkeypatch.setattr(ops, "_torch_gemm_fp8", False)
+    general = {name: outcome(fn) for name, fn in bad.items()}
+    for name in bad:
+        assert fast[name] is not None, f"{name}: no error on the fast path"
+        assert fast[name] == general[name], name
+
+
+def test_torch_fast_path_fp8_streams_and_graphs(monkeypatch):
+    """gemm_fp8's fast path (counted) runs on the caller's current stream and is capturable: a
+    graph of a call with an allocated output replays on new operand values."""
+    from deepwell import ops
+
+    fast = _fast_fp8()
+    calls = []
+
+    def counted(*args):
+        calls.append(1)
+        return fast(*args)
+
+    monkeypatch.setattr(ops, "_torch_gemm_fp8", counted)
+    m, n, k = 128, 1024, 4096
+    a, b = fp8((m, k), E4M3), fp8((k, n), E4M3, k_major_b=True)
+    sa, sb = scales_for("block", m, n, k)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        y = deepwell.gemm_fp8(a, b, sa, sb, granularity="block")
+    torch.cuda.current_stream().wait_stream(s)
+    ad, bd = decoded(a, b, sa, sb, "block")
+    assert rel_l2(y, ad @ bd) <= 1e-2
+
+    with torch.cuda.stream(s):  # warm-up outside the capture
+        deepwell.gemm_fp8(a, b, sa, sb, granularity="block")
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = deepwell.gemm_fp8(a, b, sa, sb, granularity="block")
+    a.copy_(fp8((m, k), E4M3))
+    g.replay()
+    torch.cuda.synchronize()
+    ad, bd = decoded(a, b, sa, sb, "block")
+    assert rel_l2(y, ad @ bd) <= 1e-2
+    assert len(calls) == 3
