@@ -570,12 +570,13 @@ def test_torch_fast_path_errors_match_general_path(monkeypatch):
     q = torch.zeros((1, 8, 2, 64), device="cuda", dtype=torch.bfloat16)
     base = torch.zeros(1 * 8 * 2 * 64 + 4, device="cuda", dtype=torch.bfloat16)
     bad = {
-        "head dim 264": lambda: deepwell.attention(*[torch.zeros((1, 8, 2, 264), device="cuda",
-                                                                 dtype=torch.bfloat16)] * 3),
+        "head dim 264": lambda: deepwell.attention(
+            *[torch.zeros((1, 8, 2, 264), device="cuda", dtype=torch.bfloat16)] * 3),
         "f32": lambda: deepwell.attention(q.float(), q.float(), q.float()),
         "misaligned": lambda: deepwell.attention(*[base[4:].view(1, 8, 2, 64)] * 3),
         "k on the CPU": lambda: deepwell.attention(q, q.cpu(), q),
-        "v a numpy array": lambda: deepwell.attention(q, q, np.zeros((1, 8, 2, 64), np.float32)),
+        "v a numpy array": lambda: deepwell.attention(q, q,
+                                                      np.zeros((1, 8, 2, 64), np.float32)),
         "k of another dtype": lambda: deepwell.attention(q, q.half(), q.half()),
         "heads not a multiple": lambda: deepwell.attention(
             torch.zeros((1, 8, 3, 64), device="cuda", dtype=torch.bfloat16), q, q),
