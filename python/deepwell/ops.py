@@ -103,7 +103,9 @@ def attention(q, k, v, *, causal: bool = False, window=None, scale=None, bias=No
             return res if return_lse else res[0]
         if (out is None and bias is None and cu_seqlens_q is None and cu_seqlens_k is None
                 and max_seqlen_q is None and max_seqlen_k is None):
-            fast = _torch_attention if _torch_attention is not None else _load_torch_attention()
+            fast = _torch_attention
+            if fast is None:
+                fast = _load_torch_op("attention")
             if fast:
                 wl, wr = _window(window, causal)
                 res = fast(q, k, v, bool(causal), wl, wr, _scale(scale), bool(return_lse))
@@ -187,7 +189,7 @@ def gemm(a, b, *, bias=None, c=None, alpha: float = 1.0, beta: float = 0.0,
     """
     _check_epilogue(activation, alpha, beta)
     if T.is_torch(a):
-        fast = _torch_gemm if _torch_gemm is not None else _load_torch_gemm()
+        fast = _torch_gemm if _torch_gemm is not None else _load_torch_op("gemm")
         if fast:
             code = -1 if out_dtype is None or out is not None else _dtype_code(out_dtype)
             d = fast(a, b, out, c, bias, residual, float(alpha), float(beta),
@@ -222,28 +224,13 @@ def _torch_ext():
     return ext if ext.built_for == sys.modules["torch"].__version__ else None
 
 
-def _load_torch_gemm():
-    """deepwell._torch.gemm, or False (the general path); loaded at the first torch call."""
-    global _torch_gemm
+def _load_torch_op(name: str):
+    """deepwell._torch.<name> (gemm, gemm_fp8, attention), or False (the general path); looked up
+    at the op's first torch call and kept in the module global _torch_<name>."""
     ext = _torch_ext()
-    _torch_gemm = ext.gemm if ext is not None else False
-    return _torch_gemm
-
-
-def _load_torch_gemm_fp8():
-    """deepwell._torch.gemm_fp8, or False (the general path); loaded at the first torch call."""
-    global _torch_gemm_fp8
-    ext = _torch_ext()
-    _torch_gemm_fp8 = getattr(ext, "gemm_fp8", False) if ext is not None else False
-    return _torch_gemm_fp8
-
-
-def _load_torch_attention():
-    """deepwell._torch.attention, or False (the general path); loaded at the first torch call."""
-    global _torch_attention
-    ext = _torch_ext()
-    _torch_attention = getattr(ext, "attention", False) if ext is not None else False
-    return _torch_attention
+    fn = getattr(ext, name, False) if ext is not None else False
+    globals()["_torch_" + name] = fn
+    return fn
 
 
 def _alloc_workspace(nbytes: int, device: int):
@@ -303,7 +290,7 @@ def gemm_fp8(a, b, scale_a, scale_b, *, granularity: str = "tensor", bias=None, 
                          f"got {granularity!r}")
     _check_epilogue(activation, alpha, beta)
     if T.is_torch(a):
-        fast = _torch_gemm_fp8 if _torch_gemm_fp8 is not None else _load_torch_gemm_fp8()
+        fast = _torch_gemm_fp8 if _torch_gemm_fp8 is not None else _load_torch_op("gemm_fp8")
         if fast:
             code = -1 if out_dtype is None or out is not None else _dtype_code(out_dtype)
             d = fast(a, b, scale_a, scale_b, _FP8_SCALING[granularity], out, c, bias, residual,

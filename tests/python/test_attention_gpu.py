@@ -9,6 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import deepwell  # noqa: E402
 from attention_oracle import dense, rel_l2, varlen  # noqa: E402
+from torch_ext_check import assert_errors_match, torch_ext_op  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -505,20 +506,8 @@ def test_gqa_decoding_packed(hq_hkv, D, seed):
 
 
 def _fast_attention():
-    """deepwell._torch.attention where this build has it (a CUDA build tree where torch imports),
-    else skip."""
-    import os
-
-    from deepwell import ops
-
-    pkg = os.path.dirname(deepwell.__file__)
-    if not any(f.startswith("_torch") and f.endswith(".so") for f in os.listdir(pkg)):
-        pytest.skip("deepwell._torch is not built here")
-    if os.environ.get("DEEPWELL_TORCH_EXT") == "0":
-        pytest.skip("DEEPWELL_TORCH_EXT=0")
-    fast = ops._torch_attention if ops._torch_attention is not None else ops._load_torch_attention()
-    assert fast, "deepwell._torch is built but not used (built for another torch?)"
-    return fast
+    """deepwell._torch.attention where this build has it, else skip."""
+    return torch_ext_op("attention")
 
 
 FAST_CASES = [  # (B, Sq, Sk, Hq, Hkv, D, dtype, keyword arguments)
@@ -564,8 +553,6 @@ def test_torch_fast_path_errors_match_general_path(monkeypatch):
     path's checks through NotImplemented."""
     import numpy as np
 
-    from deepwell import ops
-
     _fast_attention()
     q = torch.zeros((1, 8, 2, 64), device="cuda", dtype=torch.bfloat16)
     base = torch.zeros(1 * 8 * 2 * 64 + 4, device="cuda", dtype=torch.bfloat16)
@@ -590,19 +577,7 @@ def test_torch_fast_path_errors_match_general_path(monkeypatch):
         "negative scale": lambda: deepwell.attention(q, q, q, scale=-1.0),
     }
 
-    def outcome(fn):
-        try:
-            fn()
-        except Exception as e:  # noqa: BLE001 - the type and message are what is compared
-            return type(e), str(e)
-        return None
-
-    fast = {name: outcome(fn) for name, fn in bad.items()}
-    monkeypatch.setattr(ops, "_torch_attention", False)
-    general = {name: outcome(fn) for name, fn in bad.items()}
-    for name in bad:
-        assert fast[name] is not None, f"{name}: no error on the fast path"
-        assert fast[name] == general[name], name
+    assert_errors_match(bad, monkeypatch, "attention")
 
 
 def test_torch_fast_path_streams_and_graphs(monkeypatch, seed):

@@ -11,6 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import deepwell  # noqa: E402
+from torch_ext_check import assert_errors_match, torch_ext_op  # noqa: E402
 
 
 def _sm90() -> bool:
@@ -417,20 +418,8 @@ def test_cuda_argument_errors():
 
 
 def _fast_path():
-    """deepwell._torch.gemm where this build has it (a CUDA build tree where torch imports), else
-    skip."""
-    import os
-
-    from deepwell import ops
-
-    pkg = os.path.dirname(deepwell.__file__)
-    if not any(f.startswith("_torch") and f.endswith(".so") for f in os.listdir(pkg)):
-        pytest.skip("deepwell._torch is not built here")
-    if os.environ.get("DEEPWELL_TORCH_EXT") == "0":
-        pytest.skip("DEEPWELL_TORCH_EXT=0")
-    fast = ops._torch_gemm if ops._torch_gemm is not None else ops._load_torch_gemm()
-    assert fast, "deepwell._torch is built but not used (built for another torch?)"
-    return fast
+    """deepwell._torch.gemm where this build has it, else skip."""
+    return torch_ext_op("gemm")
 
 
 def _general(monkeypatch):
@@ -519,19 +508,7 @@ def test_torch_fast_path_errors_match_general_path(monkeypatch):
         "bad out_dtype": lambda: deepwell.gemm(a, a, out_dtype=torch.int32),
     }
 
-    def outcome(fn):
-        try:
-            fn()
-        except Exception as e:  # noqa: BLE001 - the type and message are what is compared
-            return type(e), str(e)
-        return None
-
-    fast = {name: outcome(fn) for name, fn in bad.items()}
-    _general(monkeypatch)
-    general = {name: outcome(fn) for name, fn in bad.items()}
-    for name in bad:
-        assert fast[name] is not None, f"{name}: no error on the fast path"
-        assert fast[name] == general[name], name
+    assert_errors_match(bad, monkeypatch, "gemm")
 
 
 def test_torch_fast_path_streams_and_graphs():
@@ -1245,12 +1222,7 @@ def test_fp8_split_tail_is_deterministic(spec, gran):
 
 def _fast_fp8():
     """deepwell._torch.gemm_fp8 where this build has it, else skip."""
-    from deepwell import ops
-
-    _fast_path()
-    fast = ops._torch_gemm_fp8 if ops._torch_gemm_fp8 is not None else ops._load_torch_gemm_fp8()
-    assert fast, "deepwell._torch has no gemm_fp8"
-    return fast
+    return torch_ext_op("gemm_fp8")
 
 
 _FAST_FP8_CASES = [  # (granularity, m, n, k, out_dtype, epilogue)
@@ -1316,8 +1288,6 @@ def test_torch_fast_path_fp8_errors_match_general_path(monkeypatch):
     path does not take reaches the general path's checks through NotImplemented)."""
     import numpy as np
 
-    from deepwell import ops
-
     _fast_fp8()
     m, n, k = 64, 256, 256
     a, b = fp8((m, k), E4M3), fp8((k, n), E4M3, k_major_b=True)
@@ -1346,19 +1316,7 @@ def test_torch_fast_path_fp8_errors_match_general_path(monkeypatch):
             a, b, one, one, out=torch.empty(m, n + 1, device=DEV, dtype=torch.bfloat16)),
     }
 
-    def outcome(fn):
-        try:
-            fn()
-        except Exception as e:  # noqa: BLE001 - the type and message are what is compared
-            return type(e), str(e)
-        return None
-
-    fast = {name: outcome(fn) for name, fn in bad.items()}
-    monkeypatch.setattr(ops, "_torch_gemm_fp8", False)
-    general = {name: outcome(fn) for name, fn in bad.items()}
-    for name in bad:
-        assert fast[name] is not None, f"{name}: no error on the fast path"
-        assert fast[name] == general[name], name
+    assert_errors_match(bad, monkeypatch, "gemm_fp8")
 
 
 def test_torch_fast_path_fp8_streams_and_graphs(monkeypatch):
