@@ -106,6 +106,68 @@ struct Workspace {
   }
 };
 
+// D of a gemm / gemm_fp8 call: the given `out` tensor, or for None a new one of
+// ops._gemm_out_shape's shape on a's device, of dtype `st`. False: the general path takes the call
+// (another rank, an out off CUDA, ...), whose errors name the argument.
+bool output_of(PyObject* out_obj, const at::Tensor& a, const at::Tensor& b, c10::ScalarType st,
+               at::Tensor* fresh, TensorView* d) {
+  if (out_obj != Py_None) {
+    return THPVariable_Check(out_obj) && view_of(THPVariable_Unpack(out_obj), d);
+  }
+  const int64_t an = a.dim(), bn = b.dim();
+  if (an < 2 || an > 3 || bn < 2 || bn > 3) return false;
+  const at::TensorOptions opts = a.options().dtype(st);
+  if (an == 2 && bn == 2) {
+    *fresh = at::empty({a.size(0), b.size(1)}, opts);
+  } else {
+    const int64_t batch = std::max<int64_t>(an == 3 ? a.size(0) : 1, bn == 3 ? b.size(0) : 1);
+    *fresh = at::empty({batch, a.size(-2), b.size(-1)}, opts);
+  }
+  return view_of(*fresh, d);
+}
+
+// The epilogue operands and scalars shared by GemmArgs and GemmFp8Args.
+template <class G>
+void set_epilogue(G* g, const Arg& c, const Arg& bias, const Arg& residual, double alpha,
+                  double beta, long activation) {
+  g->c = c.get();
+  g->bias = bias.get();
+  g->residual = residual.get();
+  g->alpha = static_cast<float>(alpha);
+  g->beta = static_cast<float>(beta);
+  g->activation = static_cast<deepwell::Activation>(activation);
+}
+
+// Runs `call(ctx)` on like's device's current stream, with workspace from torch's caching
+// allocator. True when it succeeded; else the Python error is set (MemoryError for the workspace,
+// the status's exception otherwise).
+template <class Call>
+bool run_on_current_stream(const char* op, const at::Tensor& like, Call&& call) {
+  Workspace ws{at::Tensor(), like.device(), {}};
+  deepwell::Context ctx;
+  ctx.stream = c10::cuda::getCurrentCUDAStream(like.get_device()).stream();
+  ctx.allocate_workspace = &Workspace::allocate;
+  ctx.allocator_user = &ws;
+  const Status s = call(ctx);
+  if (!ws.error.empty()) {
+    PyErr_SetString(PyExc_MemoryError,
+                    (std::string(op) + ": workspace allocation failed: " + ws.error).c_str());
+    return false;
+  }
+  if (!s.ok()) {
+    raise(s);
+    return false;
+  }
+  return true;
+}
+
+// The call's result: the given out, or the tensor allocated for it.
+PyObject* result_of(PyObject* out_obj, at::Tensor&& fresh) {
+  if (fresh.defined()) return THPVariable_Wrap(std::move(fresh));
+  Py_INCREF(out_obj);
+  return out_obj;
+}
+
 // gemm(a, b, out, c, bias, residual, alpha, beta, activation, out_dtype_code) -> out, or
 // NotImplemented. out may be None (allocated here, like a's, of dtype out_dtype_code or a's
 // dtype when that is -1).
@@ -127,47 +189,17 @@ PyObject* gemm(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     if (!view_of(a, &g.a) || !view_of(b, &g.b)) Py_RETURN_NOTIMPLEMENTED;
     Arg c(args[3]), bias(args[4]), residual(args[5]);
     if (!c.ok || !bias.ok || !residual.ok) Py_RETURN_NOTIMPLEMENTED;
-    PyObject* out_obj = args[2];
+    c10::ScalarType st = a.scalar_type();
+    if (out_code != -1 && !scalar_type_of(out_code, &st)) Py_RETURN_NOTIMPLEMENTED;
     at::Tensor fresh;
-    if (out_obj == Py_None) {
-      // The output shape of ops._gemm_out_shape; other ranks go to the general path's errors.
-      const int64_t an = a.dim(), bn = b.dim();
-      if (an < 2 || an > 3 || bn < 2 || bn > 3) Py_RETURN_NOTIMPLEMENTED;
-      c10::ScalarType st = a.scalar_type();
-      if (out_code != -1 && !scalar_type_of(out_code, &st)) Py_RETURN_NOTIMPLEMENTED;
-      const at::TensorOptions opts = a.options().dtype(st);
-      if (an == 2 && bn == 2) {
-        fresh = at::empty({a.size(0), b.size(1)}, opts);
-      } else {
-        const int64_t batch = std::max<int64_t>(an == 3 ? a.size(0) : 1, bn == 3 ? b.size(0) : 1);
-        fresh = at::empty({batch, a.size(-2), b.size(-1)}, opts);
-      }
-      if (!view_of(fresh, &g.d)) Py_RETURN_NOTIMPLEMENTED;
-    } else {
-      if (!THPVariable_Check(out_obj) || !view_of(THPVariable_Unpack(out_obj), &g.d)) {
-        Py_RETURN_NOTIMPLEMENTED;
-      }
-    }
-    g.c = c.get();
-    g.bias = bias.get();
-    g.residual = residual.get();
-    g.alpha = static_cast<float>(alpha);
-    g.beta = static_cast<float>(beta);
-    g.activation = static_cast<deepwell::Activation>(activation);
-    Workspace ws{at::Tensor(), a.device(), {}};
-    deepwell::Context ctx;
-    ctx.stream = c10::cuda::getCurrentCUDAStream(a.get_device()).stream();
-    ctx.allocate_workspace = &Workspace::allocate;
-    ctx.allocator_user = &ws;
-    const Status s = deepwell::gemm(g, ctx);
-    if (!ws.error.empty()) {
-      PyErr_SetString(PyExc_MemoryError, ("gemm: workspace allocation failed: " + ws.error).c_str());
+    if (!output_of(args[2], a, b, st, &fresh, &g.d)) Py_RETURN_NOTIMPLEMENTED;
+    set_epilogue(&g, c, bias, residual, alpha, beta, activation);
+    if (!run_on_current_stream("gemm", a, [&](const deepwell::Context& ctx) {
+          return deepwell::gemm(g, ctx);
+        })) {
       return nullptr;
     }
-    if (!s.ok()) return raise(s);
-    if (fresh.defined()) return THPVariable_Wrap(std::move(fresh));
-    Py_INCREF(out_obj);
-    return out_obj;
+    return result_of(args[2], std::move(fresh));
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
     return nullptr;
@@ -208,45 +240,17 @@ PyObject* gemm_fp8(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     }
     Arg c(args[6]), bias(args[7]), residual(args[8]);
     if (!c.ok || !bias.ok || !residual.ok) Py_RETURN_NOTIMPLEMENTED;
-    PyObject* out_obj = args[5];
+    c10::ScalarType st = c10::ScalarType::BFloat16;
+    if (out_code != -1 && !scalar_type_of(out_code, &st)) Py_RETURN_NOTIMPLEMENTED;
     at::Tensor fresh;
-    if (out_obj == Py_None) {
-      const int64_t an = a.dim(), bn = b.dim();
-      if (an < 2 || an > 3 || bn < 2 || bn > 3) Py_RETURN_NOTIMPLEMENTED;
-      c10::ScalarType st = c10::ScalarType::BFloat16;
-      if (out_code != -1 && !scalar_type_of(out_code, &st)) Py_RETURN_NOTIMPLEMENTED;
-      const at::TensorOptions opts = a.options().dtype(st);
-      if (an == 2 && bn == 2) {
-        fresh = at::empty({a.size(0), b.size(1)}, opts);
-      } else {
-        const int64_t batch = std::max<int64_t>(an == 3 ? a.size(0) : 1, bn == 3 ? b.size(0) : 1);
-        fresh = at::empty({batch, a.size(-2), b.size(-1)}, opts);
-      }
-      if (!view_of(fresh, &g.d)) Py_RETURN_NOTIMPLEMENTED;
-    } else if (!THPVariable_Check(out_obj) || !view_of(THPVariable_Unpack(out_obj), &g.d)) {
-      Py_RETURN_NOTIMPLEMENTED;
-    }
-    g.c = c.get();
-    g.bias = bias.get();
-    g.residual = residual.get();
-    g.alpha = static_cast<float>(alpha);
-    g.beta = static_cast<float>(beta);
-    g.activation = static_cast<deepwell::Activation>(activation);
-    Workspace ws{at::Tensor(), a.device(), {}};
-    deepwell::Context ctx;
-    ctx.stream = c10::cuda::getCurrentCUDAStream(a.get_device()).stream();
-    ctx.allocate_workspace = &Workspace::allocate;
-    ctx.allocator_user = &ws;
-    const Status s = deepwell::gemm_fp8(g, ctx);
-    if (!ws.error.empty()) {
-      PyErr_SetString(PyExc_MemoryError,
-                      ("gemm_fp8: workspace allocation failed: " + ws.error).c_str());
+    if (!output_of(args[5], a, b, st, &fresh, &g.d)) Py_RETURN_NOTIMPLEMENTED;
+    set_epilogue(&g, c, bias, residual, alpha, beta, activation);
+    if (!run_on_current_stream("gemm_fp8", a, [&](const deepwell::Context& ctx) {
+          return deepwell::gemm_fp8(g, ctx);
+        })) {
       return nullptr;
     }
-    if (!s.ok()) return raise(s);
-    if (fresh.defined()) return THPVariable_Wrap(std::move(fresh));
-    Py_INCREF(out_obj);
-    return out_obj;
+    return result_of(args[5], std::move(fresh));
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
     return nullptr;
@@ -290,18 +294,12 @@ PyObject* attention(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     }
     a.softmax_scale = static_cast<float>(scale);
     a.mask = {causal != 0, window_left, window_right};
-    Workspace ws{at::Tensor(), q.device(), {}};  // split-KV's partial results, when it splits
-    deepwell::Context ctx;
-    ctx.stream = c10::cuda::getCurrentCUDAStream(q.get_device()).stream();
-    ctx.allocate_workspace = &Workspace::allocate;
-    ctx.allocator_user = &ws;
-    const Status s = deepwell::attention_forward(a, ctx);
-    if (!ws.error.empty()) {
-      PyErr_SetString(PyExc_MemoryError,
-                      ("attention: workspace allocation failed: " + ws.error).c_str());
+    // Workspace: split-KV's partial results, when the plan splits.
+    if (!run_on_current_stream("attention", q, [&](const deepwell::Context& ctx) {
+          return deepwell::attention_forward(a, ctx);
+        })) {
       return nullptr;
     }
-    if (!s.ok()) return raise(s);
     PyObject* out_obj = THPVariable_Wrap(std::move(out));
     if (!return_lse || out_obj == nullptr) return out_obj;
     PyObject* lse_obj = THPVariable_Wrap(std::move(lse));
