@@ -257,6 +257,7 @@ def test_against_sdpa(seed):
         assert rel_l2(ours, ref) <= 1e-2
 
 
+@pytest.mark.cuda_graph
 def test_side_stream_and_cuda_graph(seed):
     g = torch.Generator(device="cuda").manual_seed(seed)
     q, k, v = (rand((2, 256, 4, 64), torch.bfloat16, g) for _ in range(3))
@@ -418,6 +419,7 @@ def test_split_kv_varlen_and_empty_rows(monkeypatch, seed):
     assert (out[:, :300] == 0).all() and torch.isinf(lse[:, :, :300]).all()
 
 
+@pytest.mark.cuda_graph
 def test_split_kv_chosen_for_decoding(seed):
     """The default plan splits a decoding step (8 (batch, head) tiles on long keys); also with
     strided views, on a side stream and captured in a CUDA graph (the partial buffers come from
@@ -580,6 +582,7 @@ def test_torch_fast_path_errors_match_general_path(monkeypatch):
     assert_errors_match(bad, monkeypatch, "attention")
 
 
+@pytest.mark.cuda_graph
 def test_torch_fast_path_streams_and_graphs(monkeypatch, seed):
     """The fast path runs these calls (counted) on the caller's current stream (a side stream
     here), and is capturable: a graph of a call with allocated out and lse replays on new q."""

@@ -511,6 +511,7 @@ def test_torch_fast_path_errors_match_general_path(monkeypatch):
     assert_errors_match(bad, monkeypatch, "gemm")
 
 
+@pytest.mark.cuda_graph
 def test_torch_fast_path_streams_and_graphs():
     """The fast path launches on the caller's current stream (a side stream here) and is
     capturable: a graph of a call with an allocated output replays on new input values."""
@@ -1319,6 +1320,7 @@ def test_torch_fast_path_fp8_errors_match_general_path(monkeypatch):
     assert_errors_match(bad, monkeypatch, "gemm_fp8")
 
 
+@pytest.mark.cuda_graph
 def test_torch_fast_path_fp8_streams_and_graphs(monkeypatch):
     """gemm_fp8's fast path (counted) runs on the caller's current stream and is capturable: a
     graph of a call with an allocated output replays on new operand values."""

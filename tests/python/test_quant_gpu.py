@@ -403,6 +403,7 @@ def test_onepass_larger_than_chip(fmt, elem, dtype, seed):
             assert_same(gpu, deepwell.quantize(x, fmt, elem=elem, **kw), f"{fmt} {elem} {dtype} {shape} {kw}")
 
 
+@pytest.mark.cuda_graph
 @pytest.mark.parametrize("fmt", ["fp8_tensor", "nvfp4"])
 def test_onepass_in_cuda_graph(fmt, seed):
     """The one-pass kernel is a cooperative launch: it must capture into a CUDA graph and replay
