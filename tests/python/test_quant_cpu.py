@@ -599,3 +599,12 @@ X = np.zeros((4, 64), np.float32)
 def test_bad_arguments_name_the_argument(call, exc, name):
     with pytest.raises(exc, match=f"argument '{name}'"):
         call()
+
+
+def test_output_shape_errors_are_reported_as_quantize():
+    """What is rejected while sizing the outputs (the native quantize_shapes) reads as quantize's
+    error, naming the caller's argument."""
+    with pytest.raises(ValueError, match=r"^quantize: argument 'swizzle'"):
+        deepwell.quantize(X, "fp8_row", swizzle=True)
+    with pytest.raises(ValueError, match=r"^quantize: argument 'x'"):
+        deepwell.quantize(np.zeros((4, 48), np.float32))
