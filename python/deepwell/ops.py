@@ -17,6 +17,7 @@ _C = None
 _torch_gemm = None  # deepwell._torch.gemm once looked up; False where it is absent or not usable
 _torch_gemm_fp8 = None  # deepwell._torch.gemm_fp8, the same way
 _torch_attention = None  # deepwell._torch.attention, the same way
+_torch_quantize = None  # deepwell._torch.quantize (used by quant.quantize), the same way
 
 
 def _native():
@@ -209,9 +210,9 @@ def gemm(a, b, *, bias=None, c=None, alpha: float = 1.0, beta: float = 0.0,
 
 def _torch_ext():
     """deepwell._torch (python/src/torch_ext.cpp), the host fast path for torch CUDA tensors:
-    gemm, gemm_fp8 and attention without the Python attribute reads and the Python-level output
-    allocation (~6-10 us less host time per call, which decides small-M GEMMs and small attention
-    calls). None unless it was built against the torch that is loaded; DEEPWELL_TORCH_EXT=0 turns
+    gemm, gemm_fp8, attention and quantize without the Python attribute reads and the
+    Python-level output allocation (~6-10 us less host time per call, which decides small-M
+    GEMMs and small attention calls). None unless it was built against the torch that is loaded; DEEPWELL_TORCH_EXT=0 turns
     it off (the general path then runs every call)."""
     import os
 
@@ -225,8 +226,8 @@ def _torch_ext():
 
 
 def _load_torch_op(name: str):
-    """deepwell._torch.<name> (gemm, gemm_fp8, attention), or False (the general path); looked up
-    at the op's first torch call and kept in the module global _torch_<name>."""
+    """deepwell._torch.<name> (gemm, gemm_fp8, attention, quantize), or False (the general
+    path); looked up at the op's first torch call and kept in the module global _torch_<name>."""
     ext = _torch_ext()
     fn = getattr(ext, name, False) if ext is not None else False
     globals()["_torch_" + name] = fn

@@ -1,5 +1,5 @@
-// deepwell._torch: the host fast path of deepwell.gemm, deepwell.gemm_fp8 and deepwell.attention
-// for torch CUDA tensors.
+// deepwell._torch: the host fast path of deepwell.gemm, deepwell.gemm_fp8, deepwell.attention and
+// deepwell.quantize for torch CUDA tensors.
 //
 // deepwell._C reads a torch tensor through Python attribute calls (six per tensor) and the Python
 // layer allocates the output with new_empty: at M = 128 a bf16 GEMM's kernel runs ~16 us while
@@ -20,6 +20,7 @@
 
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "deepwell/deepwell.hpp"
 #include "py_status.hpp"
@@ -317,6 +318,151 @@ PyObject* attention(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
 }
 
+// A new contiguous tensor for `shape` of dtype code `code` on x's device, and its view: packed
+// e2m1 (two codes per byte) as uint8 of half the last dim, described in elements like
+// quant._alloc / fresh do; FP8 codes as torch's fp8 dtypes (UE4M3 as float8_e4m3fn).
+bool quant_output(const at::Tensor& x, const deepwell::Shape& shape, DType code, at::Tensor* t,
+                  TensorView* v) {
+  c10::ScalarType st;
+  switch (code) {
+    case DType::kF32: st = c10::ScalarType::Float; break;
+    case DType::kE4M3:
+    case DType::kUE4M3: st = c10::ScalarType::Float8_e4m3fn; break;
+    case DType::kE5M2: st = c10::ScalarType::Float8_e5m2; break;
+    case DType::kUE8M0: st = c10::ScalarType::Float8_e8m0fnu; break;
+    case DType::kE2M1: st = c10::ScalarType::Byte; break;
+    default: return false;
+  }
+  std::vector<int64_t> dims(shape.dims, shape.dims + shape.ndim);
+  if (code == DType::kE2M1 && !dims.empty()) dims.back() = (dims.back() + 1) / 2;
+  *t = at::empty(dims, x.options().dtype(st));
+  v->data = t->data_ptr();
+  v->dtype = code;
+  v->device = {deepwell::DeviceType::kCUDA, static_cast<int32_t>(x.get_device())};
+  v->ndim = shape.ndim;
+  int64_t stride = 1;
+  for (int i = shape.ndim - 1; i >= 0; --i) {  // contiguous, in elements
+    v->shape[i] = shape.dims[i];
+    v->strides[i] = stride;
+    stride *= shape.dims[i];
+  }
+  return true;
+}
+
+// quantize(x, format, rule, elem, transpose, swizzle, pow2_scales, amax) -> the tuple
+// deepwell.quantize returns, or NotImplemented: x a CUDA tensor, amax None or a CUDA tensor (0-d
+// or (1)); format / rule / elem are the codes quant.py checked (QuantFormat, ScaleRule, the data's
+// DType). Outputs are allocated as quant.quantize allocates them, FP8 data_t with rows padded to
+// a multiple of 32 codes when R is not one. Shapes the library rejects take the general path,
+// whose error names the caller's argument.
+PyObject* quantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 8) {
+    PyErr_SetString(PyExc_TypeError, "deepwell._torch.quantize: expected 8 arguments");
+    return nullptr;
+  }
+  if (!THPVariable_Check(args[0])) Py_RETURN_NOTIMPLEMENTED;
+  const long format = PyLong_AsLong(args[1]);
+  const long rule = PyLong_AsLong(args[2]);
+  const long elem = PyLong_AsLong(args[3]);
+  const int transpose = PyObject_IsTrue(args[4]);
+  const int swizzle = PyObject_IsTrue(args[5]);
+  const int pow2_scales = PyObject_IsTrue(args[6]);
+  if (transpose < 0 || swizzle < 0 || pow2_scales < 0 || PyErr_Occurred()) return nullptr;
+  try {
+    const at::Tensor& x = THPVariable_Unpack(args[0]);
+    deepwell::QuantizeArgs q;
+    if (x.dim() == 0 || !view_of(x, &q.x)) Py_RETURN_NOTIMPLEMENTED;
+    TensorView amax_view;
+    if (args[7] != Py_None) {
+      if (!THPVariable_Check(args[7])) Py_RETURN_NOTIMPLEMENTED;
+      const at::Tensor& amax = THPVariable_Unpack(args[7]);
+      if (amax.dim() == 0) {  // torch.amax's 0-d result, described as (1) like quant.py does
+        if (!view_of(amax.reshape({1}), &amax_view)) Py_RETURN_NOTIMPLEMENTED;
+      } else if (!view_of(amax, &amax_view)) {
+        Py_RETURN_NOTIMPLEMENTED;
+      }
+      q.amax = &amax_view;
+    }
+    q.config.format = static_cast<deepwell::QuantFormat>(format);
+    q.config.rule = static_cast<deepwell::ScaleRule>(rule);
+    q.config.pow2_scales = pow2_scales != 0;
+    q.config.swizzle = swizzle != 0;
+    // Shapes from format and swizzle only, as quant._shapes asks for them.
+    deepwell::QuantConfig shape_config;
+    shape_config.format = q.config.format;
+    shape_config.swizzle = q.config.swizzle;
+    deepwell::Shape xs;
+    xs.ndim = q.x.ndim;
+    for (int i = 0; i < xs.ndim; ++i) xs.dims[i] = q.x.shape[i];
+    deepwell::QuantShapes shapes;
+    if (!deepwell::quantize_shapes(shape_config, xs, transpose != 0, &shapes).ok()) {
+      Py_RETURN_NOTIMPLEMENTED;
+    }
+    const DType elem_code = static_cast<DType>(elem);
+    at::Tensor data, scales, ts, data_t, scales_t;
+    TensorView ts_view, data_t_view, scales_t_view;
+    if (!quant_output(x, shapes.data, elem_code, &data, &q.data) ||
+        !quant_output(x, shapes.scales, shapes.scale_dtype, &scales, &q.scales)) {
+      Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (shapes.has_tensor_scale) {
+      deepwell::Shape one;
+      one.ndim = 1;
+      one.dims[0] = 1;
+      if (!quant_output(x, one, DType::kF32, &ts, &ts_view)) Py_RETURN_NOTIMPLEMENTED;
+      q.tensor_scale = &ts_view;
+    }
+    if (transpose) {
+      const int64_t r = shapes.data_t.dims[1];
+      if (elem_code != DType::kE2M1 && r % 32 != 0) {
+        // FP8 codes (K, R) with rows on 32-byte boundaries (quant.alloc_padded_rows).
+        const int64_t ld = (r + 31) / 32 * 32;
+        deepwell::Shape padded = shapes.data_t;
+        padded.dims[1] = ld;
+        at::Tensor full;
+        if (!quant_output(x, padded, elem_code, &full, &data_t_view)) Py_RETURN_NOTIMPLEMENTED;
+        data_t = full.narrow(1, 0, r);
+        data_t_view.shape[1] = r;
+        data_t_view.strides[0] = ld;
+      } else if (!quant_output(x, shapes.data_t, elem_code, &data_t, &data_t_view)) {
+        Py_RETURN_NOTIMPLEMENTED;
+      }
+      q.data_t = &data_t_view;
+      if (shapes.scales_t.ndim > 0) {
+        if (!quant_output(x, shapes.scales_t, shapes.scale_dtype, &scales_t, &scales_t_view)) {
+          Py_RETURN_NOTIMPLEMENTED;
+        }
+        q.scales_t = &scales_t_view;
+      }
+    }
+    if (!run_on_current_stream("quantize", x, [&](const deepwell::Context& ctx) {
+          return deepwell::quantize(q, ctx);
+        })) {
+      return nullptr;
+    }
+    // (data, scales[, tensor_scale][, data_t[, scales_t]]), as quant.quantize returns them.
+    at::Tensor* outs[] = {&data, &scales, &ts, &data_t, &scales_t};
+    Py_ssize_t n = 0;
+    for (at::Tensor* t : outs) n += t->defined() ? 1 : 0;
+    PyObject* tuple = PyTuple_New(n);
+    if (tuple == nullptr) return nullptr;
+    Py_ssize_t i = 0;
+    for (at::Tensor* t : outs) {
+      if (!t->defined()) continue;
+      PyObject* o = THPVariable_Wrap(std::move(*t));
+      if (o == nullptr) {
+        Py_DECREF(tuple);
+        return nullptr;
+      }
+      PyTuple_SET_ITEM(tuple, i++, o);
+    }
+    return tuple;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+}
+
 PyMethodDef methods[] = {
     {"gemm", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&gemm)), METH_FASTCALL,
      "gemm(a, b, out, c, bias, residual, alpha, beta, activation, out_dtype_code) -> out or "
@@ -329,11 +475,15 @@ PyMethodDef methods[] = {
      METH_FASTCALL,
      "attention(q, k, v, causal, window_left, window_right, scale, return_lse) -> out, (out, lse) "
      "or NotImplemented"},
+    {"quantize", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&quantize)),
+     METH_FASTCALL,
+     "quantize(x, format, rule, elem, transpose, swizzle, pow2_scales, amax) -> deepwell.quantize's "
+     "tuple or NotImplemented"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_torch",
                       "deepwell's host fast path for torch CUDA tensors (gemm, gemm_fp8, "
-                      "attention)",
+                      "attention, quantize)",
                       -1, methods};
 
 }  // namespace

@@ -443,6 +443,135 @@ def test_runs_on_the_current_stream(seed):
     assert_same(a, deepwell.quantize(x.cpu(), "fp8_tensor"), "side stream")
 
 
+# ------------------------------------------------------------ the torch fast path (deepwell._torch)
+
+FAST_CASES = [  # (format, x shape, x dtype, keyword arguments)
+    ("mxfp8", (256, 512), torch.bfloat16, {}),
+    ("mxfp8", (96, 160), torch.float16, {"transpose": True, "elem": "e5m2", "rule": "rceil"}),
+    ("mxfp4", (3, 130, 64), torch.bfloat16, {"swizzle": True}),
+    ("nvfp4", (208, 160), torch.bfloat16, {"transpose": True}),
+    ("nvfp4", (64, 256), torch.float32, {"amax": "given"}),
+    ("fp8_tensor", (1000, 256), torch.bfloat16, {"transpose": True}),  # data_t rows padded
+    ("fp8_tensor", (512, 384), torch.float16, {"amax": "given 0-d"}),
+    ("fp8_row", (77, 1000), torch.float32, {"pow2_scales": True}),
+    ("fp8_block1x128", (300, 520), torch.bfloat16, {"transpose": True}),
+    ("fp8_block128x128", (257, 384), torch.bfloat16, {}),
+]
+
+
+def _fast_quantize():
+    """deepwell._torch.quantize where this build has it, else skip."""
+    from torch_ext_check import torch_ext_op
+
+    return torch_ext_op("quantize")
+
+
+def _fast_kwargs(kw, x):
+    kw = dict(kw)
+    if kw.get("amax") == "given":
+        kw["amax"] = x.abs().amax().float().reshape(1)
+    elif kw.get("amax") == "given 0-d":
+        kw["amax"] = x.abs().amax().float()
+    return kw
+
+
+@pytest.mark.parametrize("case", FAST_CASES, ids=lambda c: f"{c[0]}-{'x'.join(map(str, c[1]))}")
+def test_torch_fast_path_matches_general_path(case, monkeypatch, seed):
+    """The fast path (outputs from at::empty, c10's current stream) returns what the general
+    path does: the same number of outputs, dtypes, shapes and strides (FP8 data_t's padded
+    rows too), and the same bytes, which equal the CPU reference's."""
+    from deepwell import ops
+
+    fmt, shape, dtype, kw = case
+    _fast_quantize()
+    calls = []
+    real = ops._torch_quantize
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    gen = torch.Generator().manual_seed(seed)
+    x = make_input(shape, gen, nonfinite=False, binades=6).to(dtype).cuda()
+    kw = _fast_kwargs(kw, x)
+    monkeypatch.setattr(ops, "_torch_quantize", counted)
+    fast = deepwell.quantize(x, fmt, **kw)
+    assert len(calls) == 1
+    monkeypatch.setattr(ops, "_torch_quantize", False)
+    general = deepwell.quantize(x, fmt, **kw)
+    assert len(fast) == len(general)
+    for i, (f, g) in enumerate(zip(fast, general)):
+        assert f.dtype == g.dtype and f.shape == g.shape and f.stride() == g.stride(), (fmt, i)
+    assert_same(fast, general, f"{fmt} fast path")
+    if "amax" not in kw:
+        cpu = deepwell.quantize(x.cpu(), fmt, **kw)
+        assert_same(fast, cpu, f"{fmt} fast path against the CPU reference")
+
+
+def test_torch_fast_path_errors_match_general_path(monkeypatch):
+    """Bad input raises the same exception with the same message on both paths; what the fast
+    path does not take (a CPU amax, an x of a dtype it does not map, a shape the library
+    rejects) reaches the general path's checks through NotImplemented."""
+    from torch_ext_check import assert_errors_match
+
+    _fast_quantize()
+    x = torch.randn(64, 128, device="cuda", dtype=torch.bfloat16)
+    amax = x.abs().amax().float().reshape(1)
+    bad = {
+        "not contiguous": lambda: deepwell.quantize(x[:, :64][::2], "mxfp8"),
+        "K not a multiple of 32": lambda: deepwell.quantize(x[:, :48].contiguous(), "mxfp8"),
+        "int32 x": lambda: deepwell.quantize(x.int(), "fp8_row"),
+        "float64 x": lambda: deepwell.quantize(x.double(), "fp8_row"),
+        "0-d x": lambda: deepwell.quantize(x[0, 0], "fp8_tensor"),
+        "transpose of 3-D x": lambda: deepwell.quantize(x.view(2, 32, 128), "mxfp8",
+                                                        transpose=True),
+        "amax with a row format": lambda: deepwell.quantize(x, "fp8_row", amax=amax),
+        "amax of two elements": lambda: deepwell.quantize(x, "fp8_tensor", amax=amax.repeat(2)),
+        "amax in f16": lambda: deepwell.quantize(x, "fp8_tensor", amax=amax.half()),
+        "amax on the CPU": lambda: deepwell.quantize(x, "nvfp4", amax=amax.cpu()),
+        "swizzle for fp8_row": lambda: deepwell.quantize(x, "fp8_row", swizzle=True),
+        "pow2 scales for mxfp8": lambda: deepwell.quantize(x, "mxfp8", pow2_scales=True),
+        "rceil for fp8_tensor": lambda: deepwell.quantize(x, "fp8_tensor", rule="rceil"),
+    }
+    assert_errors_match(bad, monkeypatch, "quantize")
+
+
+@pytest.mark.cuda_graph
+def test_torch_fast_path_streams_and_graphs(monkeypatch, seed):
+    """The fast path runs these calls (counted) on the caller's current stream (a side stream
+    here), and is capturable: a graph of a call with allocated outputs replays on new x."""
+    from deepwell import ops
+
+    fast = _fast_quantize()
+    calls = []
+
+    def counted(*args):
+        calls.append(1)
+        return fast(*args)
+
+    monkeypatch.setattr(ops, "_torch_quantize", counted)
+    gen = torch.Generator().manual_seed(seed)
+    x = make_input((512, 1024), gen, nonfinite=False).to(torch.bfloat16).cuda()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        got = deepwell.quantize(x, "nvfp4", transpose=True)
+    torch.cuda.current_stream().wait_stream(s)
+    assert_same(got, deepwell.quantize(x.cpu(), "nvfp4", transpose=True), "side stream")
+
+    with torch.cuda.stream(s):  # warm-up outside the capture
+        deepwell.quantize(x, "mxfp8", transpose=True)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        got = deepwell.quantize(x, "mxfp8", transpose=True)
+    x.copy_(make_input((512, 1024), gen, nonfinite=False).to(torch.bfloat16))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert_same(got, deepwell.quantize(x.cpu(), "mxfp8", transpose=True), "graph replay")
+    assert len(calls) == 3
+
+
 def _time(fn, iters=20):
     fn()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
