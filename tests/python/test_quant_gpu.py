@@ -546,8 +546,10 @@ def test_torch_fast_path_streams_and_graphs(monkeypatch, seed):
     calls = []
 
     def counted(*args):
-        calls.append(1)
-        return fast(*args)
+        res = fast(*args)
+        if res is not NotImplemented:  # the CPU oracle's calls pass here too, and are declined
+            calls.append(1)
+        return res
 
     monkeypatch.setattr(ops, "_torch_quantize", counted)
     gen = torch.Generator().manual_seed(seed)
