@@ -24,6 +24,8 @@ set(DEEPWELL_CUDA_SOURCES
   src/attention/fwd_sm90_inst_f16_d128_short.cu
   src/attention/fwd_sm90_inst_bf16_d128_long.cu
   src/attention/fwd_sm90_inst_f16_d128_long.cu
+  src/attention/fwd_sm90_inst_bf16_d128_wide.cu
+  src/attention/fwd_sm90_inst_f16_d128_wide.cu
   src/attention/fwd_sm90_inst_bf16_d256_short.cu
   src/attention/fwd_sm90_inst_f16_d256_short.cu
 
@@ -102,6 +104,10 @@ set(DEEPWELL_CUDA_SOURCES
 # extended shape list (76k more header lines, ~30 s more per file, so only where it is needed);
 # without it they would silently pick smaller atoms.
 set_source_files_properties(src/gemm/gemm_inst_bf16_kk_bf16_pp_64x160.cu
+  PROPERTIES COMPILE_DEFINITIONS CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED)
+# Likewise wgmma N = 144 for the 144-key d = 128 attention tile (FwdTileD128Wide).
+set_source_files_properties(src/attention/fwd_sm90_inst_bf16_d128_wide.cu
+  src/attention/fwd_sm90_inst_f16_d128_wide.cu
   PROPERTIES COMPILE_DEFINITIONS CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED)
 
 # Kernel instances compile several to a translation unit: most of a file's build time is the

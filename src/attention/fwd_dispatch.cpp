@@ -46,6 +46,9 @@ Instance choose_instance(const Problem& p) {
       if (p.seqlen_q <= kShortQueryTileMaxSeqlenQ) {
         return instance<FwdTileD128Short>(bf16 ? fwd_bf16_d128_short : fwd_f16_d128_short);
       }
+      if (p.window_left < 0 && p.window_right < 0 && p.seqlen_k >= kD128WideTileMinSeqlenK) {
+        return instance<FwdTileD128Wide>(bf16 ? fwd_bf16_d128_wide : fwd_f16_d128_wide);
+      }
       if (!use_pingpong(128, p.seqlen_k)) {
         return instance<FwdTileD128Long>(bf16 ? fwd_bf16_d128_long : fwd_f16_d128_long);
       }

@@ -27,5 +27,8 @@ Status fwd_f16_d256_short(const Problem& p, const Context& ctx, const SplitPlan&
 // d = 128 with long keys (the P V wait pinned).
 Status fwd_bf16_d128_long(const Problem& p, const Context& ctx, const SplitPlan& split);
 Status fwd_f16_d128_long(const Problem& p, const Context& ctx, const SplitPlan& split);
+// d = 128, unmasked, long keys: 144-key tiles.
+Status fwd_bf16_d128_wide(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_f16_d128_wide(const Problem& p, const Context& ctx, const SplitPlan& split);
 
 }  // namespace deepwell::attention::sm90

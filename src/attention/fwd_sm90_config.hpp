@@ -68,6 +68,16 @@ struct FwdTileD256Short : TilePolicy<64, 64, 2> {};
 // turns): FwdTile<128>'s shape and policies with the P V wait pinned (kPinPvWait), a separate
 // instance because pinned with turns, below 2k keys, it loses 0.5-1.9 % (perf-notes item 53).
 struct FwdTileD128Long : TilePolicy<128, 128, 2> {};
+// From 8k keys with no mask but the ragged last block (not causal, no window), 144-key tiles, the
+// P V wait pinned: 11 % fewer softmax passes and loop turns per key (H200 A/B x cuDNN, two runs,
+// 128 -> 144 keys: 8k 1.023-1.026 -> 1.043-1.051, 12k 1.039 -> 1.050, 16k 1.033-1.044 ->
+// 1.071-1.075; perf-notes item 60). Below 8k the ragged last block wastes too much (2k: 2160 keys
+// computed for 2048, 1.017 -> 0.939; 4k 1.027 -> 1.014), and a causal diagonal cut at 144 keys
+// masks more blocks (causal 2k 1.110 -> 0.998, 8k 1.151 -> 1.144). 144 is the widest key tile
+// without spill in this key loop (4 bytes; 160: 72, 176: 96, and both measured slower); wgmma
+// N = 144 needs CuTe's extended shape list (src/kernel_instances.cmake).
+struct FwdTileD128Wide : TilePolicy<128, 144, 2> {};
+constexpr long long kD128WideTileMinSeqlenK = 8192;
 
 // Longer queries run the unmasked tile, FwdTile<64> (192x128, the conditional rescale and the
 // tree softmax), masked: since those two policies it beats the 192x96 tile that causal d = 64 ran
@@ -137,6 +147,8 @@ constexpr bool kOneBoundMask<FwdTile<128>> = true;
 template <>
 constexpr bool kOneBoundMask<FwdTileD128Long> = true;
 template <>
+constexpr bool kOneBoundMask<FwdTileD128Wide> = true;
+template <>
 constexpr bool kOneBoundMask<FwdTileD64Causal> = true;
 template <>
 constexpr bool kOneBoundMask<FwdTileD64CausalShort> = true;  // as measured (perf-notes item 34)
@@ -198,6 +210,8 @@ template <>
 constexpr bool kPinPvWait<FwdTile<256>> = true;
 template <>
 constexpr bool kPinPvWait<FwdTileD128Long> = true;
+template <>
+constexpr bool kPinPvWait<FwdTileD128Wide> = true;
 template <>
 constexpr bool kPinPvWait<FwdTileD128Short> = true;
 template <>

@@ -347,6 +347,36 @@ def test_pingpong_threshold(sq_sk, max_grid, monkeypatch, seed):
             check(q, k, v, window=(100, 3))
 
 
+
+@pytest.mark.parametrize("max_grid", [0, 2])
+@pytest.mark.parametrize("sq_sk", [(8191, 8191), (8192, 8192), (130, 8209), (8209, 300), (2000, 12345)])
+def test_d128_wide_key_tiles(sq_sk, max_grid, monkeypatch, seed):
+    """d = 128 with no mask runs 144-key tiles from seqlen_k 8192 (FwdTileD128Wide): both sides
+    of the threshold, key lengths that leave a ragged last block (8192 = 56 x 144 + 128), Sq != Sk
+    both ways, GQA, both dtypes, many tiles per CTA, bitwise repeatable; causal and windowed
+    calls on the same inputs run the 128-key tile, and the same varlen batch runs both."""
+    if max_grid:
+        monkeypatch.setenv("DEEPWELL_ATTN_MAX_GRID", str(max_grid))
+    Sq, Sk = sq_sk
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    for dtype in (torch.bfloat16, torch.float16):
+        q = rand((1, Sq, 4, 128), dtype, g)
+        k, v = rand((1, Sk, 2, 128), dtype, g), rand((1, Sk, 2, 128), dtype, g)
+        check(q, k, v)
+        a, b = deepwell.attention(q, k, v), deepwell.attention(q, k, v)
+        assert torch.equal(a, b), "not bitwise repeatable"
+        check(q, k, v, causal=True)
+        check(q, k, v, window=(3000, 50))
+    lens_q, lens_k = [77, 0, 1000, 5], [8300, 9, 0, 144]
+    cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device="cuda")
+    cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device="cuda")
+    q = rand((sum(lens_q), 4, 128), torch.bfloat16, g)
+    k, v = rand((sum(lens_k), 1, 128), torch.bfloat16, g), rand((sum(lens_k), 1, 128), torch.bfloat16, g)
+    for causal in (False, True):
+        check(q, k, v, causal=causal, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
+              max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
+
+
 SPLIT_SHAPES = [  # (B, Sq, Sk, Hq, Hkv, D): decoding steps and short query blocks on long keys
     (2, 1, 3000, 8, 2, 128),
     (2, 45, 2200, 3, 1, 128),
