@@ -47,6 +47,32 @@ def check(q, k, v, dtype=None, **kw):
     return out, lse
 
 
+def check_masks(Sq, Sk, D, gen, window, bitwise=False):
+    """Both dtypes, 4 query heads on 2 K/V heads: no mask (bitwise repeatable if asked), causal,
+    and `window`."""
+    for dtype in (torch.bfloat16, torch.float16):
+        q = rand((1, Sq, 4, D), dtype, gen)
+        k, v = rand((1, Sk, 2, D), dtype, gen), rand((1, Sk, 2, D), dtype, gen)
+        check(q, k, v)
+        if bitwise:
+            a, b = deepwell.attention(q, k, v), deepwell.attention(q, k, v)
+            assert torch.equal(a, b), "not bitwise repeatable"
+        check(q, k, v, causal=True)
+        check(q, k, v, window=window)
+
+
+def check_varlen(lens_q, lens_k, hq, hkv, D, gen, masks=({}, {"causal": True})):
+    """A packed bf16 batch of sequences of these lengths (cu_seqlens from them), checked under
+    each mask in `masks`."""
+    cu_q, cu_k = (torch.tensor([0] + list(torch.tensor(n).cumsum(0)), dtype=torch.int32,
+                               device="cuda") for n in (lens_q, lens_k))
+    q = rand((sum(lens_q), hq, D), torch.bfloat16, gen)
+    k, v = (rand((sum(lens_k), hkv, D), torch.bfloat16, gen) for _ in range(2))
+    for kw in masks:
+        check(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=max(lens_q),
+              max_seqlen_k=max(lens_k), **kw)
+
+
 SHAPES = [  # (B, Sq, Sk, Hq, Hkv, D)
     (2, 128, 128, 4, 4, 128),
     (1, 1, 1, 2, 2, 64),
@@ -112,21 +138,9 @@ def test_d256_long_key_tiles(sq_sk, seed):
     key tiles, GQA, causal bottom-right aligned, windows narrower than a tile, both dtypes."""
     Sq, Sk = sq_sk
     g = torch.Generator(device="cuda").manual_seed(seed)
-    for dtype in (torch.bfloat16, torch.float16):
-        q = rand((1, Sq, 4, 256), dtype, g)
-        k, v = rand((1, Sk, 2, 256), dtype, g), rand((1, Sk, 2, 256), dtype, g)
-        check(q, k, v)
-        check(q, k, v, causal=True)
-        check(q, k, v, window=(37, 5))
+    check_masks(Sq, Sk, 256, g, window=(37, 5))
     # varlen with long and empty sequences.
-    lens_q, lens_k = [5, 0, 1300, 77], [2100, 3, 0, 90]
-    cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device="cuda")
-    cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device="cuda")
-    q = rand((sum(lens_q), 4, 256), torch.bfloat16, g)
-    k, v = rand((sum(lens_k), 1, 256), torch.bfloat16, g), rand((sum(lens_k), 1, 256), torch.bfloat16, g)
-    for causal in (False, True):
-        check(q, k, v, causal=causal, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
-              max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
+    check_varlen([5, 0, 1300, 77], [2100, 3, 0, 90], 4, 1, 256, g)
 
 
 @pytest.mark.parametrize("D, sq_sk", [
@@ -148,14 +162,9 @@ def test_partial_first_tile(D, sq_sk, monkeypatch, seed):
     monkeypatch.setenv("DEEPWELL_ATTN_MAX_GRID", "3")
     check(q, k, v, causal=True)
     monkeypatch.delenv("DEEPWELL_ATTN_MAX_GRID")
-    lens_q = [Sq, 5, 0, 300, 129, 1600 if D == 64 else 77]
-    lens_k = [Sk, 40, 7, 300, 129, 1500 if D == 64 else 90]
-    cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device="cuda")
-    cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device="cuda")
-    q = rand((sum(lens_q), 2, D), torch.bfloat16, g)
-    k, v = rand((sum(lens_k), 1, D), torch.bfloat16, g), rand((sum(lens_k), 1, D), torch.bfloat16, g)
-    check(q, k, v, causal=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
-          max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
+    check_varlen([Sq, 5, 0, 300, 129, 1600 if D == 64 else 77],
+                 [Sk, 40, 7, 300, 129, 1500 if D == 64 else 90], 2, 1, D, g,
+                 masks=({"causal": True},))
 
 
 @pytest.mark.parametrize("D", [64, 128, 256])
@@ -163,15 +172,7 @@ def test_varlen_with_empty_sequences(D, seed):
     g = torch.Generator(device="cuda").manual_seed(seed)
     lens_q = [5, 0, 300, 1, 129, 0, 64]
     lens_k = [9, 3, 0, 1, 400, 0, 64]  # third sequence: queries but no keys
-    cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device="cuda")
-    cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device="cuda")
-    q = rand((sum(lens_q), 8, D), torch.bfloat16, g)
-    k, v = rand((sum(lens_k), 2, D), torch.bfloat16, g), rand((sum(lens_k), 2, D), torch.bfloat16, g)
-    for causal in (False, True):
-        check(q, k, v, causal=causal, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
-              max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
-    check(q, k, v, window=(20, 10), cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
-          max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
+    check_varlen(lens_q, lens_k, 8, 2, D, g, masks=({}, {"causal": True}, {"window": (20, 10)}))
 
 
 def test_rows_with_nothing_to_attend(seed):
@@ -318,11 +319,7 @@ def test_many_tiles_per_cta(max_grid, monkeypatch, seed):
     q, k, v = (rand((2, 300, 7, 128), torch.bfloat16, g) for _ in range(3))
     check(q, k, v, causal=True)
     lens = [300, 0, 129, 5]
-    cu = torch.tensor([0, 300, 300, 429, 434], dtype=torch.int32, device="cuda")
-    q = rand((434, 4, 128), torch.bfloat16, g)
-    k, v = rand((434, 2, 128), torch.bfloat16, g), rand((434, 2, 128), torch.bfloat16, g)
-    check(q, k, v, causal=True, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=300,
-          max_seqlen_k=300)
+    check_varlen(lens, lens, 4, 2, 128, g, masks=({"causal": True},))
 
 
 @pytest.mark.parametrize("max_grid", [0, 2])
@@ -337,14 +334,7 @@ def test_pingpong_threshold(sq_sk, max_grid, monkeypatch, seed):
     Sq, Sk = sq_sk
     g = torch.Generator(device="cuda").manual_seed(seed)
     for D in (128, 256):
-        for dtype in (torch.bfloat16, torch.float16):
-            q = rand((1, Sq, 4, D), dtype, g)
-            k, v = rand((1, Sk, 2, D), dtype, g), rand((1, Sk, 2, D), dtype, g)
-            check(q, k, v)
-            a, b = deepwell.attention(q, k, v), deepwell.attention(q, k, v)
-            assert torch.equal(a, b), "not bitwise repeatable"
-            check(q, k, v, causal=True)
-            check(q, k, v, window=(100, 3))
+        check_masks(Sq, Sk, D, g, window=(100, 3), bitwise=True)
 
 
 
@@ -359,22 +349,8 @@ def test_d128_wide_key_tiles(sq_sk, max_grid, monkeypatch, seed):
         monkeypatch.setenv("DEEPWELL_ATTN_MAX_GRID", str(max_grid))
     Sq, Sk = sq_sk
     g = torch.Generator(device="cuda").manual_seed(seed)
-    for dtype in (torch.bfloat16, torch.float16):
-        q = rand((1, Sq, 4, 128), dtype, g)
-        k, v = rand((1, Sk, 2, 128), dtype, g), rand((1, Sk, 2, 128), dtype, g)
-        check(q, k, v)
-        a, b = deepwell.attention(q, k, v), deepwell.attention(q, k, v)
-        assert torch.equal(a, b), "not bitwise repeatable"
-        check(q, k, v, causal=True)
-        check(q, k, v, window=(3000, 50))
-    lens_q, lens_k = [77, 0, 1000, 5], [8300, 9, 0, 144]
-    cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device="cuda")
-    cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device="cuda")
-    q = rand((sum(lens_q), 4, 128), torch.bfloat16, g)
-    k, v = rand((sum(lens_k), 1, 128), torch.bfloat16, g), rand((sum(lens_k), 1, 128), torch.bfloat16, g)
-    for causal in (False, True):
-        check(q, k, v, causal=causal, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
-              max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
+    check_masks(Sq, Sk, 128, g, window=(3000, 50), bitwise=True)
+    check_varlen([77, 0, 1000, 5], [8300, 9, 0, 144], 4, 1, 128, g)
 
 
 SPLIT_SHAPES = [  # (B, Sq, Sk, Hq, Hkv, D): decoding steps and short query blocks on long keys
@@ -432,17 +408,9 @@ def test_split_kv_varlen_and_empty_rows(monkeypatch, seed):
     ranges that only some rows see."""
     monkeypatch.setenv("DEEPWELL_ATTN_SPLITS", "4")
     g = torch.Generator(device="cuda").manual_seed(seed)
-    lens_q = [5, 0, 300, 1, 129, 0, 64]
-    lens_k = [900, 3, 0, 1, 400, 0, 640]
-    cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device="cuda")
-    cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device="cuda")
     for D in (64, 128, 256):
-        q = rand((sum(lens_q), 4, D), torch.bfloat16, g)
-        k = rand((sum(lens_k), 2, D), torch.bfloat16, g)
-        v = rand((sum(lens_k), 2, D), torch.bfloat16, g)
-        for kw in ({}, {"causal": True}, {"window": (20, 10)}):
-            check(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=max(lens_q),
-                  max_seqlen_k=max(lens_k), **kw)
+        check_varlen([5, 0, 300, 1, 129, 0, 64], [900, 3, 0, 1, 400, 0, 640], 4, 2, D, g,
+                     masks=({}, {"causal": True}, {"window": (20, 10)}))
     q = rand((2, 1200, 2, 128), torch.bfloat16, g)
     k, v = rand((2, 900, 2, 128), torch.bfloat16, g), rand((2, 900, 2, 128), torch.bfloat16, g)
     out, lse = check(q, k, v, causal=True)  # rows 0..299 see no key
@@ -499,15 +467,8 @@ def test_short_query_tiles(sq, max_grid, monkeypatch, seed):
                 assert torch.equal(a, b), "not bitwise repeatable"
                 check(q, k, v, causal=True)
             monkeypatch.delenv("DEEPWELL_ATTN_SPLITS")
-    lens_q, lens_k = [1, 0, 64, 17], [700, 5, 64, 0]
-    cu_q = torch.tensor([0] + list(torch.tensor(lens_q).cumsum(0)), dtype=torch.int32, device="cuda")
-    cu_k = torch.tensor([0] + list(torch.tensor(lens_k).cumsum(0)), dtype=torch.int32, device="cuda")
     for D in (128, 256):
-        q = rand((sum(lens_q), 4, D), torch.bfloat16, g)
-        k, v = rand((sum(lens_k), 1, D), torch.bfloat16, g), rand((sum(lens_k), 1, D), torch.bfloat16, g)
-        for kw in ({}, {"causal": True}):
-            check(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=max(lens_q),
-                  max_seqlen_k=max(lens_k), **kw)
+        check_varlen([1, 0, 64, 17], [700, 5, 64, 0], 4, 1, D, g)
 
 
 @pytest.mark.parametrize("D", [64, 128, 256])
