@@ -27,6 +27,12 @@ Instance instance(Status (*run)(const Problem&, const Context&, const SplitPlan&
   return {run, Tile::kBlockM, Tile::kBlockN};
 }
 
+// Keys per sequence for a tile choice that pays per sequence (the wide tile's ragged last block):
+// a packed batch's average, so that one long sequence does not put many short ones on it.
+long long keys_per_sequence(const Problem& p) {
+  return p.varlen ? p.total_k / std::max<int64_t>(p.batch, 1) : p.seqlen_k;
+}
+
 Instance choose_instance(const Problem& p) {
   using namespace sm90;
   const bool bf16 = p.dtype == DType::kBF16;
@@ -46,7 +52,8 @@ Instance choose_instance(const Problem& p) {
       if (p.seqlen_q <= kShortQueryTileMaxSeqlenQ) {
         return instance<FwdTileD128Short>(bf16 ? fwd_bf16_d128_short : fwd_f16_d128_short);
       }
-      if (p.window_left < 0 && p.window_right < 0 && p.seqlen_k >= kD128WideTileMinSeqlenK) {
+      if (p.window_left < 0 && p.window_right < 0 &&
+          keys_per_sequence(p) >= kD128WideTileMinSeqlenK) {
         return instance<FwdTileD128Wide>(bf16 ? fwd_bf16_d128_wide : fwd_f16_d128_wide);
       }
       if (!use_pingpong(128, p.seqlen_k)) {

@@ -68,7 +68,8 @@ struct FwdTileD256Short : TilePolicy<64, 64, 2> {};
 // turns): FwdTile<128>'s shape and policies with the P V wait pinned (kPinPvWait), a separate
 // instance because pinned with turns, below 2k keys, it loses 0.5-1.9 % (perf-notes item 53).
 struct FwdTileD128Long : TilePolicy<128, 128, 2> {};
-// From 8k keys with no mask but the ragged last block (not causal, no window), 144-key tiles, the
+// From 8k keys (per sequence: a packed batch's average) with no mask but the ragged last block
+// (not causal, no window), 144-key tiles, the
 // P V wait pinned: 11 % fewer softmax passes and loop turns per key (H200 A/B x cuDNN, two runs,
 // 128 -> 144 keys: 8k 1.023-1.026 -> 1.043-1.051, 12k 1.039 -> 1.050, 16k 1.033-1.044 ->
 // 1.071-1.075; perf-notes item 60). Below 8k the ragged last block wastes too much (2k: 2160 keys
