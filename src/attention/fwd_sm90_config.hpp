@@ -69,14 +69,14 @@ struct FwdTileD256Short : TilePolicy<64, 64, 2> {};
 // instance because pinned with turns, below 2k keys, it loses 0.5-1.9 % (perf-notes item 53).
 struct FwdTileD128Long : TilePolicy<128, 128, 2> {};
 // From 8k keys (per sequence: a packed batch's average) with no mask but the ragged last block
-// (not causal, no window), 144-key tiles, the
-// P V wait pinned: 11 % fewer softmax passes and loop turns per key (H200 A/B x cuDNN, two runs,
-// 128 -> 144 keys: 8k 1.023-1.026 -> 1.043-1.051, 12k 1.039 -> 1.050, 16k 1.033-1.044 ->
-// 1.071-1.075; perf-notes item 60). Below 8k the ragged last block wastes too much (2k: 2160 keys
-// computed for 2048, 1.017 -> 0.939; 4k 1.027 -> 1.014), and a causal diagonal cut at 144 keys
-// masks more blocks (causal 2k 1.110 -> 0.998, 8k 1.151 -> 1.144). 144 is the widest key tile
-// without spill in this key loop (4 bytes; 160: 72, 176: 96, and both measured slower); wgmma
-// N = 144 needs CuTe's extended shape list (src/kernel_instances.cmake).
+// (not causal, no window), 144-key tiles with the P V wait pinned: one softmax hand-off and
+// barrier round per 144 keys instead of 128 (H200 A/B x cuDNN, three runs, 128 -> 144 keys: 8k
+// +1.5-2.0 %, 16k +3.0-3.7 %; perf-notes item 60). Below 8k the ragged last block costs too much
+// (2k: 2160 keys computed for 2048, 1.017 -> 0.939; 4k 1.027 -> 1.014), and causal masks cut at
+// 144 keys mask more blocks (causal 2k 1.110 -> 0.998, 8k 1.151 -> 1.144). The widest key tile
+// without spill in this key loop (ptxas: 144 keys 0 bytes, 160 keys 64 / 104 stored / loaded, 176
+// keys 108 / 132; both measured slower); wgmma N = 144 needs CuTe's extended shape list
+// (src/kernel_instances.cmake).
 struct FwdTileD128Wide : TilePolicy<128, 144, 2> {};
 constexpr long long kD128WideTileMinSeqlenK = 8192;
 
