@@ -112,9 +112,8 @@ def _shapes(fmt: int, swizzle: bool, transpose: bool, x):
     try:
         out = _native().quantize_shapes(fmt, swizzle, transpose, shape)
     except ValueError as e:  # report it as quantize's, against the caller's argument
-        raise ValueError(str(e).replace("quantize_shapes: argument 'x_shape'",
-                                        "quantize: argument 'x'")
-                         .replace("quantize_shapes:", "quantize:", 1)) from None
+        raise ValueError(str(e).replace("quantize_shapes:", "quantize:", 1)
+                         .replace("argument 'x_shape'", "argument 'x'", 1)) from None
     if len(_shapes_cache) < 4096:  # a model has a few dozen distinct shapes
         _shapes_cache[key] = out
     return out
