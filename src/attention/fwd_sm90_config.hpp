@@ -240,6 +240,45 @@ static_assert(choose_splits(32, 132, 64) == 4 && choose_splits(106, 132, 64) == 
               choose_splits(8, 132, 64) == 16 && choose_splits(1, 132, 4096) == 32 &&
               choose_splits(8, 132, 16) == 8 && choose_splits(32, 132, 3) == 1);
 
+// Split tail (SplitTail, fwd_combine.hpp): with no mask and fixed lengths every tile runs the same
+// key blocks, so when `tiles` is not a multiple of the persistent grid the last round keeps only
+// tiles % grid CTAs busy (the FA3 sweep idles ~3 % of the SM-time this way; perf-notes item 61).
+// Splitting those tiles' keys s ways runs them as ceil(t s / grid) rounds of units of ~1/s of a
+// tile. Cost model in key blocks: a unit costs its range plus kTailUnitCostBlocks (Q load and
+// first Q K^T, epilogue, the partials' stores and merge); s is the cheapest count of at most
+// kMaxTailSplits, at least kMinKeyBlocksPerTailSplit blocks per range and no empty range, taken
+// when it saves at least 1/8 of the unsplit tail's cost; 1 means no tail.
+constexpr int kMaxTailSplits = 8;
+constexpr long long kMinKeyBlocksPerTailSplit = 2;
+constexpr long long kTailUnitCostBlocks = 1;
+constexpr long long tail_cost(long long tail_tiles, long long grid, long long key_blocks,
+                              long long s) {
+  const long long per = (key_blocks + s - 1) / s;
+  return (tail_tiles * s + grid - 1) / grid * (per + kTailUnitCostBlocks);
+}
+constexpr int choose_tail_splits(long long tiles, long long grid, long long key_blocks) {
+  if (grid <= 0 || tiles <= grid || tiles % grid == 0) return 1;
+  const long long t = tiles % grid;
+  const long long unsplit = tail_cost(t, grid, key_blocks, 1);
+  long long best = 1, best_cost = unsplit;
+  for (long long s = 2; s <= kMaxTailSplits && s * kMinKeyBlocksPerTailSplit <= key_blocks; ++s) {
+    const long long per = (key_blocks + s - 1) / s;
+    if ((s - 1) * per >= key_blocks) continue;  // an empty range
+    const long long c = tail_cost(t, grid, key_blocks, s);
+    if (c < best_cost) best = s, best_cost = c;
+  }
+  return best_cost * 8 <= unsplit * 7 ? static_cast<int>(best) : 1;
+}
+// The FA3 sweep on 132 SMs: d = 64 S = 512 (3072 tiles, 4 blocks) 2 ways, 1k (8 blocks) 3, 2k
+// (2816, 16) 3, 8k (2752, 64) none; d = 128 2k (2048, 16) 3, 16k (2048, 128) 7; d = 256 S = 512
+// (1024, 8) none, 16k (1024, 256) 5; and one whole round, or less, none.
+static_assert(choose_tail_splits(3072, 132, 4) == 2 && choose_tail_splits(3072, 132, 8) == 3 &&
+              choose_tail_splits(2816, 132, 16) == 3 && choose_tail_splits(2752, 132, 64) == 1 &&
+              choose_tail_splits(2048, 132, 16) == 3 && choose_tail_splits(2048, 132, 128) == 7 &&
+              choose_tail_splits(1024, 132, 8) == 1 && choose_tail_splits(1024, 132, 256) == 5 &&
+              choose_tail_splits(132, 132, 64) == 1 && choose_tail_splits(100, 132, 64) == 1 &&
+              choose_tail_splits(264, 132, 64) == 1);
+
 // The bucket a head dimension runs on (0: not supported on CUDA).
 constexpr int head_dim_bucket(long long d) {
   return d <= 0 || d % 8 != 0 ? 0 : d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0;

@@ -198,6 +198,14 @@ struct FwdParams {
   // buffers, at split * o_split_stride / lse_split_stride (fwd_combine.cu merges them).
   int num_splits = 1;
   int64_t o_split_stride = 0, lse_split_stride = 0;
+
+  // Split tail (SplitTail in fwd_combine.hpp; only with num_splits == 1): work units from
+  // tail_first on are the splits of the last tiles, tail_splits per tile (tile_coord); splits
+  // 1.. publish into tail_part and count in tail_flags, split 0 merges (fwd_sm90_tail.cuh).
+  int tail_first = 0x7fffffff;
+  int tail_splits = 1;
+  float* tail_part = nullptr;
+  int32_t* tail_flags = nullptr;
 };
 
 }  // namespace deepwell::attention::sm90
