@@ -100,7 +100,10 @@ SplitTail plan_tail(const Problem& p, const Instance& in, int sm_count) {
   if (const char* env = std::getenv("DEEPWELL_ATTN_MAX_GRID")) {
     if (std::atoi(env) > 0) grid = std::min<int64_t>(grid, std::atoi(env));
   }
-  if (grid <= 0 || tiles <= grid || tiles % grid == 0 || tiles >= (int64_t{1} << 31)) return tail;
+  if (grid <= 0 || tiles <= grid || tiles % grid == 0 || tiles >= (int64_t{1} << 31) ||
+      key_blocks < 2) {
+    return tail;
+  }
   int splits = sm90::choose_tail_splits(tiles, grid, key_blocks);
   if (const char* env = std::getenv("DEEPWELL_ATTN_TAIL_SPLITS")) {
     splits = static_cast<int>(std::clamp<int64_t>(std::atoi(env), 1, key_blocks));
