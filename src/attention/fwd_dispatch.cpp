@@ -104,7 +104,7 @@ SplitTail plan_tail(const Problem& p, const Instance& in, int sm_count) {
       key_blocks < 2) {
     return tail;
   }
-  int splits = sm90::choose_tail_splits(tiles, grid, key_blocks);
+  int splits = sm90::choose_tail_splits(tiles, grid, key_blocks, in.block_n);
   if (const char* env = std::getenv("DEEPWELL_ATTN_TAIL_SPLITS")) {
     splits = static_cast<int>(std::clamp<int64_t>(std::atoi(env), 1, key_blocks));
   }
