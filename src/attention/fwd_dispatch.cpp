@@ -20,11 +20,12 @@ static_assert(sm90::kMaxSplits <= kMaxCombineSplits, "the combine kernel's split
 struct Instance {
   Status (*run)(const Problem&, const Context&, const SplitPlan&) = nullptr;
   int block_m = 0, block_n = 0, ctas_per_sm = 1;
+  bool split_tail = false;  // compiled with the split tail (sm90::kSplitTail)
 };
 
 template <class Tile>
 Instance instance(Status (*run)(const Problem&, const Context&, const SplitPlan&)) {
-  return {run, Tile::kBlockM, Tile::kBlockN, Tile::kCtasPerSm};
+  return {run, Tile::kBlockM, Tile::kBlockN, Tile::kCtasPerSm, sm90::kSplitTail<Tile>};
 }
 
 // Keys per sequence for a tile choice that pays per sequence (the wide tile's ragged last block):
@@ -88,12 +89,13 @@ int plan_splits(const Problem& p, const Instance& in, int sm_count) {
 }
 
 // The split tail (fwd_sm90_config.hpp, choose_tail_splits) of a call without split-KV: fixed
-// lengths and no mask, so that every tile runs the same key blocks, on the persistent grid the
-// launcher will use (sms x CTAs per SM, DEEPWELL_ATTN_MAX_GRID). DEEPWELL_ATTN_TAIL_SPLITS=<n>
-// forces n ways wherever a tail is possible (0 or 1: none; tests and A/B timing).
+// lengths and no mask, so that every tile runs the same key blocks, on an instance compiled with
+// it (kSplitTail), on the persistent grid the launcher will use (sms x CTAs per SM,
+// DEEPWELL_ATTN_MAX_GRID). DEEPWELL_ATTN_TAIL_SPLITS=<n> forces n ways wherever a tail is
+// possible (0 or 1: none; tests and A/B timing).
 SplitTail plan_tail(const Problem& p, const Instance& in, int sm_count) {
   SplitTail tail;
-  if (p.varlen || p.window_left >= 0 || p.window_right >= 0) return tail;
+  if (!in.split_tail || p.varlen || p.window_left >= 0 || p.window_right >= 0) return tail;
   const int64_t tiles = (p.seqlen_q + in.block_m - 1) / in.block_m * p.heads_q * p.batch;
   const int64_t key_blocks = (p.seqlen_k + in.block_n - 1) / in.block_n;
   int64_t grid = std::min<int64_t>(tiles, int64_t{sm_count} * in.ctas_per_sm);

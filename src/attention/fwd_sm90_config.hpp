@@ -296,6 +296,18 @@ static_assert(choose_tail_splits(3072, 132, 4, 128) == 1 &&
               choose_tail_splits(132, 132, 64, 128) == 1 && choose_tail_splits(100, 132, 64, 128) == 1 &&
               choose_tail_splits(264, 132, 64, 128) == 1);
 
+// The tiles that compile the split tail's code (fwd_sm90_tail.cuh): those of unmasked calls long
+// enough for choose_tail_splits to take a tail (d = 64 from 2k keys, d = 128 from 4k). The others
+// compile without it, so their code is the same as before the tail.
+template <class Tile>
+constexpr bool kSplitTail = false;
+template <>
+constexpr bool kSplitTail<FwdTile<64>> = true;
+template <>
+constexpr bool kSplitTail<FwdTileD128Long> = true;
+template <>
+constexpr bool kSplitTail<FwdTileD128Wide> = true;
+
 // The bucket a head dimension runs on (0: not supported on CUDA).
 constexpr int head_dim_bucket(long long d) {
   return d <= 0 || d % 8 != 0 ? 0 : d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0;

@@ -106,8 +106,8 @@ __global__ void __launch_bounds__(Traits::kNumThreads, Traits::kCtasPerSm)
         // A split-tail unit with no keys (the host's plan makes none; the producer skips it)
         // still counts in, so that its split 0 never waits forever. Split 0 has keys whenever
         // any split has (its range comes first).
-        if (tc.tail >= 0 && tc.split != 0) {
-          Tail<T>::publish_empty(p, tc, thread_idx);
+        if (T::kSplitTail && tc.tail >= 0 && tc.split != 0) {
+          if constexpr (T::kSplitTail) Tail<T>::publish_empty(p, tc, thread_idx);
         } else {
           Epilogue<T>::store_empty(p, output_coord(p, tc), seq, thread_idx);
         }
@@ -120,12 +120,14 @@ __global__ void __launch_bounds__(Traits::kNumThreads, Traits::kCtasPerSm)
                            thread_idx, tOrO, lse);
       cutlass::arch::ClusterBarrier::arrive(&ss.q_empty[q_tiles % T::kQStages]);  // Q not read
       ++q_tiles;
-      if (tc.tail >= 0) {
-        if (tc.split != 0) {
-          Tail<T>::publish(p, tc, thread_idx, tOrO, lse);
-          continue;
+      if constexpr (T::kSplitTail) {
+        if (tc.tail >= 0) {
+          if (tc.split != 0) {
+            Tail<T>::publish(p, tc, thread_idx, tOrO, lse);
+            continue;
+          }
+          Tail<T>::merge(p, tc, thread_idx, tOrO, lse);
         }
-        Tail<T>::merge(p, tc, thread_idx, tOrO, lse);
       }
       Epilogue<T>::store(p, ss, output_coord(p, tc), seq, thread_idx, tOrO, lse);
     }
@@ -261,7 +263,7 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx, const SplitPlan&
   // Split tail: the plan's last tiles run as tail.splits units each (counters cleared here).
   const SplitTail& tail = split.tail;
   if (tail.tiles > 0) {
-    if (splits > 1 || tail.splits < 2 || tail.first + int64_t{tail.tiles} != tiles ||
+    if (!T::kSplitTail || splits > 1 || tail.splits < 2 || tail.first + int64_t{tail.tiles} != tiles ||
         tail.warpgroups != T::kNumMmaWarpGroups || tail.head_dim != kHeadDim ||
         tail.part == nullptr || tail.flags == nullptr) {
       return Status(StatusCode::kInternal, std::string(kOp) + ": inconsistent split-tail plan");

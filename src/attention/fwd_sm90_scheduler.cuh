@@ -41,7 +41,7 @@ __device__ __forceinline__ int tile_of_round(int round) {
 template <class Params>
 __device__ __forceinline__ TileCoord tile_coord(Params const& p, int tile) {
   int split = 0, splits = p.num_splits, tail = -1;
-  if (tile >= p.tail_first) {
+  if (Params::kSplitTail && tile >= p.tail_first) {
     const int rel = tile - p.tail_first;
     tail = rel / p.tail_splits;
     split = p.tail_splits - 1 - rel % p.tail_splits;

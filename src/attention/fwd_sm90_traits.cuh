@@ -36,6 +36,7 @@ struct FwdTraits {
   static constexpr bool kLateVWait = sm90::kLateVWait<Tile>;
   static constexpr bool kRescaleBeforePV = sm90::kRescaleBeforePV<Tile>;
   static constexpr bool kPinPvWait = sm90::kPinPvWait<Tile>;
+  static constexpr bool kSplitTail = sm90::kSplitTail<Tile>;
 
   // One producer warpgroup (TMA) plus one consumer warpgroup per 64 query rows.
   static constexpr int kNumMmaWarpGroups = kBlockM / 64;
@@ -164,6 +165,7 @@ struct FwdTraits {
 // Plain parameters of one launch. Sizes are int32 (the launcher checks they fit); strides int64.
 template <class Traits>
 struct FwdParams {
+  static constexpr bool kSplitTail = Traits::kSplitTail;  // the tail's code compiled in
   typename Traits::TmaQ tma_q;
   typename Traits::TmaKV tma_k, tma_v;
   typename Traits::TmaO tma_o;  // unused for varlen (cu_seqlens_q set)

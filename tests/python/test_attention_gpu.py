@@ -420,9 +420,9 @@ def test_split_kv_varlen_and_empty_rows(monkeypatch, seed):
 
 
 TAIL_SHAPES = [  # (B, Sq, Sk, Hq, Hkv, D, max_grid): tiles % max_grid tiles in the last round
-    (2, 700, 1000, 3, 3, 128, 8),   # 36 tiles of 6 m-blocks (the last partial), 4 in the tail
+    (2, 700, 2100, 3, 3, 128, 8),   # 36 tiles of 6 m-blocks (the last partial), 4 in the tail
     (2, 700, 1000, 6, 2, 64, 10),   # 48 tiles of 192 rows, 8 in the tail
-    (1, 1000, 700, 4, 1, 256, 6),   # 32 tiles, 2 in the tail; 11 key blocks of 64
+    (1, 1000, 8300, 2, 1, 128, 6),  # the 144-key tile: 16 tiles, 4 in the tail, 58 key blocks
     (3, 129, 4097, 2, 2, 128, 4),   # 12 tiles, 2 m-blocks each (the second one row), 33 blocks
 ]
 
@@ -432,7 +432,8 @@ TAIL_SHAPES = [  # (B, Sq, Sk, Hq, Hkv, D, max_grid): tiles % max_grid tiles in 
 def test_split_tail_forced(shape, splits, monkeypatch, seed):
     """The split tail (fwd_sm90_tail.cuh) on a capped grid: the last round's tiles run their keys
     in `splits` ranges (0: the default plan's count) on CTAs that would idle, merged inside the
-    kernel by split 0; 7 ranges of 8 key blocks leave one empty. Both dtypes, GQA, LSE, partial
+    kernel by split 0; 7 ranges of 8 or 17 key blocks leave some empty. The tiles compiled with it
+    (kSplitTail): d = 64, and d = 128 from 2k keys. Both dtypes, GQA, LSE, partial
     last m-blocks, Sq != Sk both ways, bitwise repeatable; causal and windowed calls in the same
     setting run without a tail."""
     B, Sq, Sk, Hq, Hkv, D, max_grid = shape
