@@ -278,10 +278,11 @@ constexpr int choose_tail_splits(long long tiles, long long grid, long long key_
   }
   return best_cost * 8 <= unsplit * 7 ? static_cast<int>(best) : 1;
 }
-// The FA3 sweep on 132 SMs (tiles, key blocks, keys per block): d = 64 S = 512 / 1k (3072, 4 / 8,
-// 128) none, 2k (2816, 16) 3 ways, 4k (2816, 32) 3, 8k (2752, 64) none; d = 128 2k (2048, 16,
-// 128) none, 4k (2048, 32) 3, 8k (2048, 57, 144) 3, 16k (2048, 114, 144) 3; d = 256 4k (1024,
-// 64, 64) and 16k (1024, 256) none; one whole round or less, none.
+// The FA3 sweep's grids on 132 SMs (tiles, key blocks, keys per block), whether or not their tile
+// compiles the tail (kSplitTail, below: only d = 128 from 8k keys does): d = 64 S = 512 / 1k
+// (3072, 4 / 8, 128) none, 2k (2816, 16) 3 ways, 4k (2816, 32) 3, 8k (2752, 64) none; d = 128 2k
+// (2048, 16, 128) none, 4k (2048, 32) 3, 8k (2048, 57, 144) 3, 16k (2048, 114, 144) 3; d = 256
+// 4k (1024, 64, 64) and 16k (1024, 256) none; one whole round or less, none.
 static_assert(choose_tail_splits(3072, 132, 4, 128) == 1 &&
               choose_tail_splits(3072, 132, 8, 128) == 1 &&
               choose_tail_splits(2816, 132, 16, 128) == 3 &&
@@ -293,18 +294,18 @@ static_assert(choose_tail_splits(3072, 132, 4, 128) == 1 &&
               choose_tail_splits(2048, 132, 114, 144) == 3 &&
               choose_tail_splits(1024, 132, 64, 64) == 1 &&
               choose_tail_splits(1024, 132, 256, 64) == 1 &&
-              choose_tail_splits(132, 132, 64, 128) == 1 && choose_tail_splits(100, 132, 64, 128) == 1 &&
+              choose_tail_splits(132, 132, 64, 128) == 1 &&
+              choose_tail_splits(100, 132, 64, 128) == 1 &&
               choose_tail_splits(264, 132, 64, 128) == 1);
 
-// The tiles that compile the split tail's code (fwd_sm90_tail.cuh): those of unmasked calls long
-// enough for choose_tail_splits to take a tail (d = 64 from 2k keys, d = 128 from 4k). The others
-// compile without it, so their code is the same as before the tail.
+// The tiles that compile the split tail's code (fwd_sm90_tail.cuh): only the 144-key d = 128 tile.
+// In d = 64's unmasked tile and d = 128's long-key tile the code alone, with no tail taken, cost
+// 1-4 % (H200 A/B against twins without it: d = 64 non-causal 512 0.990 -> 0.948, 8k -2.6 %,
+// causal 2k -3.6 %; d = 128 causal 2k -3.5 %), more than the tail gained there (d = 64 2k / 4k
+// +1.3-2.3 %); in the wide tile it costs nothing measurable (8k / 16k +0.7 / +0.2 %) and the tail
+// gains +1.4-2.0 % (perf-notes item 62). The other tiles compile as before the tail.
 template <class Tile>
 constexpr bool kSplitTail = false;
-template <>
-constexpr bool kSplitTail<FwdTile<64>> = true;
-template <>
-constexpr bool kSplitTail<FwdTileD128Long> = true;
 template <>
 constexpr bool kSplitTail<FwdTileD128Wide> = true;
 

@@ -103,14 +103,16 @@ __global__ void __launch_bounds__(Traits::kNumThreads, Traits::kCtasPerSm)
       int n_lo, n_hi;
       key_block_range<kBlockM, kBlockN>(p, seq, tc, &n_lo, &n_hi);
       if (n_hi <= n_lo) {
-        // A split-tail unit with no keys (the host's plan makes none; the producer skips it)
-        // still counts in, so that its split 0 never waits forever. Split 0 has keys whenever
-        // any split has (its range comes first).
-        if (T::kSplitTail && tc.tail >= 0 && tc.split != 0) {
-          if constexpr (T::kSplitTail) Tail<T>::publish_empty(p, tc, thread_idx);
-        } else {
-          Epilogue<T>::store_empty(p, output_coord(p, tc), seq, thread_idx);
+        if constexpr (T::kSplitTail) {
+          // A split-tail unit with no keys (the host's plan makes none; the producer skips it)
+          // still counts in, so that its split 0 never waits forever. Split 0 has keys whenever
+          // any split has (its range comes first).
+          if (tc.tail >= 0 && tc.split != 0) {
+            Tail<T>::publish_empty(p, tc, thread_idx);
+            continue;
+          }
         }
+        Epilogue<T>::store_empty(p, output_coord(p, tc), seq, thread_idx);
         continue;
       }
       typename T::TiledMmaPV mma_pv;
@@ -263,14 +265,16 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx, const SplitPlan&
   // Split tail: the plan's last tiles run as tail.splits units each (counters cleared here).
   const SplitTail& tail = split.tail;
   if (tail.tiles > 0) {
-    if (!T::kSplitTail || splits > 1 || tail.splits < 2 || tail.first + int64_t{tail.tiles} != tiles ||
+    if (!T::kSplitTail || splits > 1 || tail.splits < 2 ||
+        tail.first + int64_t{tail.tiles} != tiles ||
         tail.warpgroups != T::kNumMmaWarpGroups || tail.head_dim != kHeadDim ||
         tail.part == nullptr || tail.flags == nullptr) {
       return Status(StatusCode::kInternal, std::string(kOp) + ": inconsistent split-tail plan");
     }
     const int64_t units = tiles + int64_t{tail.tiles} * (tail.splits - 1);
     if (units >= (int64_t{1} << 31)) {
-      return Status(StatusCode::kNotSupported, std::string(kOp) + ": too many tiles for one launch");
+      return Status(StatusCode::kNotSupported,
+                    std::string(kOp) + ": too many tiles for one launch");
     }
     p.num_tiles = static_cast<int>(units);
     p.tail_first = tail.first;

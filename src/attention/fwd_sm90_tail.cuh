@@ -25,7 +25,8 @@ struct Tail {
   __device__ static float* slot(Params const& p, int tail, int split, int thread_idx) {
     constexpr int kValues = T::kHeadDim / 2 + 2;  // O (64 rows x head_dim / 128 threads), 2 LSE
     const int wg = thread_idx / 128;
-    const int64_t s = (int64_t(tail) * (p.tail_splits - 1) + (split - 1)) * T::kNumMmaWarpGroups + wg;
+    const int64_t s =
+        (int64_t(tail) * (p.tail_splits - 1) + (split - 1)) * T::kNumMmaWarpGroups + wg;
     return p.tail_part + s * (kValues * 128) + thread_idx % 128;
   }
   template <class Params>

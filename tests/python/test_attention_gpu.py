@@ -420,22 +420,22 @@ def test_split_kv_varlen_and_empty_rows(monkeypatch, seed):
 
 
 TAIL_SHAPES = [  # (B, Sq, Sk, Hq, Hkv, D, max_grid): tiles % max_grid tiles in the last round
-    (2, 700, 2100, 3, 3, 128, 8),   # 36 tiles of 6 m-blocks (the last partial), 4 in the tail
-    (2, 700, 1000, 6, 2, 64, 10),   # 48 tiles of 192 rows, 8 in the tail
-    (1, 1000, 8300, 2, 1, 128, 6),  # the 144-key tile: 16 tiles, 4 in the tail, 58 key blocks
-    (3, 129, 4097, 2, 2, 128, 4),   # 12 tiles, 2 m-blocks each (the second one row), 33 blocks
+    (1, 1000, 8300, 2, 1, 128, 6),  # 16 tiles of 8 m-blocks, 4 in the tail, 58 key blocks
+    (2, 700, 8193, 3, 3, 128, 8),   # 36 tiles (the last m-block partial), 4 in the tail, 57 blocks
+    (3, 129, 9000, 2, 2, 128, 5),   # 12 tiles, 2 m-blocks each (the second one row), 2 in the tail
+    (1, 300, 8192, 8, 2, 128, 7),   # GQA 4:1, 24 tiles, 3 in the tail
 ]
 
 
-@pytest.mark.parametrize("splits", [0, 2, 3, 7])
+@pytest.mark.parametrize("splits", [0, 2, 3, 40])
 @pytest.mark.parametrize("shape", TAIL_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_split_tail_forced(shape, splits, monkeypatch, seed):
     """The split tail (fwd_sm90_tail.cuh) on a capped grid: the last round's tiles run their keys
     in `splits` ranges (0: the default plan's count) on CTAs that would idle, merged inside the
-    kernel by split 0; 7 ranges of 8 or 17 key blocks leave some empty. The tiles compiled with it
-    (kSplitTail): d = 64, and d = 128 from 2k keys. Both dtypes, GQA, LSE, partial
-    last m-blocks, Sq != Sk both ways, bitwise repeatable; causal and windowed calls in the same
-    setting run without a tail."""
+    kernel by split 0; 40 ranges of 57-63 key blocks leave many empty. The tile compiled with it
+    (kSplitTail): d = 128's 144-key tile, no mask, from 8k keys. Both dtypes, GQA, LSE, partial
+    last m-blocks, Sq != Sk, bitwise repeatable; causal and windowed calls in the same setting
+    run other tiles, without a tail."""
     B, Sq, Sk, Hq, Hkv, D, max_grid = shape
     monkeypatch.setenv("DEEPWELL_ATTN_MAX_GRID", str(max_grid))
     if splits:
@@ -453,12 +453,12 @@ def test_split_tail_forced(shape, splits, monkeypatch, seed):
 
 @pytest.mark.cuda_graph
 def test_split_tail_chosen_by_default(monkeypatch, seed):
-    """The default plan on the whole GPU: d = 128, S = 2k, 10 heads (160 tiles of 16 key blocks,
-    28 past the first round of 132 SMs) takes a tail, so its bits differ from the untailed run's
+    """The default plan on the whole GPU: d = 128, S = 8k, 3 heads (192 tiles of 57 key blocks,
+    60 past the first round of 132 SMs) takes a tail, so its bits differ from the untailed run's
     (DEEPWELL_ATTN_TAIL_SPLITS=0); both are checked. Also on a side stream and captured in a CUDA
     graph (the scratch comes from torch's caching allocator)."""
     g = torch.Generator(device="cuda").manual_seed(seed)
-    q, k, v = (rand((1, 2048, 10, 128), torch.bfloat16, g) for _ in range(3))
+    q, k, v = (rand((1, 8192, 3, 128), torch.bfloat16, g) for _ in range(3))
     out, lse = check(q, k, v)
     monkeypatch.setenv("DEEPWELL_ATTN_TAIL_SPLITS", "0")
     out0, lse0 = check(q, k, v)
