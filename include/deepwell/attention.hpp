@@ -41,8 +41,11 @@ DEEPWELL_API Status attention_forward(const AttentionForwardArgs& args, const Co
 // not split). On CUDA, calls with too few query tiles to fill the GPU (decoding: a few query rows
 // against long keys) split each tile's keys into ranges that run in parallel, and merge them in a
 // second kernel; the partial results need this much scratch in Context::workspace, or
-// Context::allocate_workspace. Without it (or with a smaller workspace) the call runs unsplit:
-// the same results within rounding, slower. DEEPWELL_ATTN_SPLITS=<n> forces n ranges.
+// Context::allocate_workspace. Calls without a mask whose tiles leave the GPU's last round of
+// tiles partly idle split only that round's tiles (a split tail, merged inside the kernel) and
+// need scratch too. Without it (or with a smaller workspace) the call runs unsplit: the same
+// results within rounding, slower. DEEPWELL_ATTN_SPLITS=<n> forces n ranges,
+// DEEPWELL_ATTN_TAIL_SPLITS=<n> n tail ranges (0: no tail).
 DEEPWELL_API Status attention_forward_workspace_size(const AttentionForwardArgs& args,
                                                      size_t* bytes);
 

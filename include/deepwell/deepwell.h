@@ -99,8 +99,9 @@ typedef struct dw_attention_fwd_args {
   int64_t window_right;        /* < 0: unbounded */
   /* Appended later (callers passing the older, shorter struct_size get none): scratch memory on
    * the tensors' device, 256-byte aligned, of dw_attention_fwd_workspace_size() bytes, with which
-   * a call with too few query tiles to fill the GPU (decoding) splits its keys (split-KV); without
-   * it such a call runs unsplit (same results within rounding, slower). */
+   * a call with too few query tiles to fill the GPU (decoding) splits its keys (split-KV), and a
+   * call without a mask splits the keys of the tiles of its last, partly idle round of tiles;
+   * without it such a call runs unsplit (same results within rounding, slower). */
   void* workspace;
   size_t workspace_size;
 } dw_attention_fwd_args;

@@ -50,11 +50,38 @@ inline SplitLayout split_layout(const Problem& p, int splits) {
   return l;
 }
 
+// Split tail (without split-KV): where the tiles do not fill the persistent grid's last round,
+// the last `tiles` tiles (from tile `first`) run as `splits` units each, key ranges as split-KV's.
+// Split 0 of a tile waits for the others' partial results in the kernel itself and merges them
+// before its epilogue (fwd_sm90_tail.cuh), so no combine launch. Scratch: per tail tile, split
+// 1.. and consumer warpgroup a slot of 128 threads x (head_dim / 2 + 2) floats (O, normalized over
+// the split's keys, and the two rows' LSE), then one counter per tail tile and warpgroup, zeroed
+// before the launch.
+struct SplitTail {
+  int first = 0, tiles = 0, splits = 1;  // tiles == 0: no tail
+  int warpgroups = 0, head_dim = 0;      // of the instance: consumer warpgroups, head-dim bucket
+  float* part = nullptr;
+  int32_t* flags = nullptr;
+
+  size_t slot_floats() const { return size_t(head_dim / 2 + 2) * 128; }
+  size_t part_bytes() const {
+    return (size_t(tiles) * size_t(splits - 1) * size_t(warpgroups) * slot_floats() * 4 + 255) /
+           256 * 256;
+  }
+  size_t flag_count() const { return size_t(tiles) * size_t(warpgroups); }
+  size_t bytes() const { return tiles == 0 ? 0 : part_bytes() + flag_count() * 4; }
+  void carve(void* workspace) {
+    part = static_cast<float*>(workspace);
+    flags = reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + part_bytes());
+  }
+};
+
 struct SplitPlan {
   int splits = 1;
   void* o_part = nullptr;
   float* lse_part = nullptr;
   SplitLayout layout;
+  SplitTail tail;  // only with splits == 1
 };
 
 // Bytes of the partial buffers for `splits`.

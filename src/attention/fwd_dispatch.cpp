@@ -19,12 +19,13 @@ static_assert(sm90::kMaxSplits <= kMaxCombineSplits, "the combine kernel's split
 // The compiled instance a problem runs on, with its tile's shape.
 struct Instance {
   Status (*run)(const Problem&, const Context&, const SplitPlan&) = nullptr;
-  int block_m = 0, block_n = 0;
+  int block_m = 0, block_n = 0, ctas_per_sm = 1;
+  bool split_tail = false;  // compiled with the split tail (sm90::kSplitTail)
 };
 
 template <class Tile>
 Instance instance(Status (*run)(const Problem&, const Context&, const SplitPlan&)) {
-  return {run, Tile::kBlockM, Tile::kBlockN};
+  return {run, Tile::kBlockM, Tile::kBlockN, Tile::kCtasPerSm, sm90::kSplitTail<Tile>};
 }
 
 // Keys per sequence for a tile choice that pays per sequence (the wide tile's ragged last block):
@@ -87,6 +88,37 @@ int plan_splits(const Problem& p, const Instance& in, int sm_count) {
   return sm90::choose_splits(m_blocks * p.heads_q * p.batch, sm_count, key_blocks);
 }
 
+// The split tail (fwd_sm90_config.hpp, choose_tail_splits) of a call without split-KV: fixed
+// lengths and no mask, so that every tile runs the same key blocks, on an instance compiled with
+// it (kSplitTail), on the persistent grid the launcher will use (sms x CTAs per SM,
+// DEEPWELL_ATTN_MAX_GRID). DEEPWELL_ATTN_TAIL_SPLITS=<n> forces n ways wherever a tail is
+// possible (0 or 1: none; tests and A/B timing).
+SplitTail plan_tail(const Problem& p, const Instance& in, int sm_count) {
+  SplitTail tail;
+  if (!in.split_tail || p.varlen || p.window_left >= 0 || p.window_right >= 0) return tail;
+  const int64_t tiles = (p.seqlen_q + in.block_m - 1) / in.block_m * p.heads_q * p.batch;
+  const int64_t key_blocks = (p.seqlen_k + in.block_n - 1) / in.block_n;
+  int64_t grid = std::min<int64_t>(tiles, int64_t{sm_count} * in.ctas_per_sm);
+  if (const char* env = std::getenv("DEEPWELL_ATTN_MAX_GRID")) {
+    if (std::atoi(env) > 0) grid = std::min<int64_t>(grid, std::atoi(env));
+  }
+  if (grid <= 0 || tiles <= grid || tiles % grid == 0 || tiles >= (int64_t{1} << 31) ||
+      key_blocks < 2) {
+    return tail;
+  }
+  int splits = sm90::choose_tail_splits(tiles, grid, key_blocks, in.block_n);
+  if (const char* env = std::getenv("DEEPWELL_ATTN_TAIL_SPLITS")) {
+    splits = static_cast<int>(std::clamp<int64_t>(std::atoi(env), 1, key_blocks));
+  }
+  if (splits < 2) return tail;
+  tail.tiles = static_cast<int>(tiles % grid);
+  tail.first = static_cast<int>(tiles) - tail.tiles;
+  tail.splits = splits;
+  tail.warpgroups = in.block_m / 64;
+  tail.head_dim = sm90::head_dim_bucket(p.head_dim);
+  return tail;
+}
+
 // GQA / MQA decoding steps (one query row, no left window) run packed: the query heads of a K/V
 // group become the rows of one tile over their shared K/V head, so every K/V block is read once
 // per group instead of once per query head (FlashAttention-3's PackGQA). With one query row the
@@ -119,6 +151,7 @@ struct Plan {
   Problem problem;
   Instance instance;
   int splits = 1;
+  SplitTail tail;  // only without split-KV
 };
 
 Status plan_call(const Problem& problem, Plan* plan) {
@@ -129,6 +162,7 @@ Status plan_call(const Problem& problem, Plan* plan) {
   const detail::DeviceInfo* info = nullptr;
   DW_TRY(detail::device_info(problem.device.index, &info));
   plan->splits = plan_splits(plan->problem, plan->instance, info->sm_count);
+  if (plan->splits == 1) plan->tail = plan_tail(plan->problem, plan->instance, info->sm_count);
   return Status::Ok();
 }
 
@@ -141,12 +175,11 @@ Status forward_cuda(const Problem& problem, const Context& ctx) {
   DW_TRY(plan_call(problem, &call));
   const Problem& p = call.problem;
 
-  // Split-KV needs scratch: the caller's workspace when large enough, else its allocator; with
-  // neither the call runs unsplit (slower when few tiles, same results within rounding).
-  SplitPlan plan;
-  if (call.splits > 1) {
-    const size_t bytes = split_workspace_bytes(p, call.splits);
-    void* ws = nullptr;
+  // Split-KV and the split tail need scratch: the caller's workspace when large enough, else its
+  // allocator; with neither the call runs unsplit (slower, same results within rounding).
+  const size_t bytes = call.splits > 1 ? split_workspace_bytes(p, call.splits) : call.tail.bytes();
+  void* ws = nullptr;
+  if (bytes > 0) {
     if (ctx.workspace != nullptr) {
       if (ctx.workspace_size >= bytes) ws = ctx.workspace;
     } else if (ctx.allocate_workspace != nullptr) {
@@ -154,10 +187,16 @@ Status forward_cuda(const Problem& problem, const Context& ctx) {
       if (ws == nullptr) {
         return Status(StatusCode::kOutOfMemory,
                       std::string(kOp) + ": the workspace allocator returned no memory (" +
-                          std::to_string(bytes) + " bytes asked for split-KV)");
+                          std::to_string(bytes) + " bytes asked for " +
+                          (call.splits > 1 ? "split-KV)" : "the split tail)"));
       }
     }
-    if (ws != nullptr) plan = split_plan_in(p, call.splits, ws);
+  }
+  SplitPlan plan;
+  if (ws != nullptr && call.splits > 1) plan = split_plan_in(p, call.splits, ws);
+  if (ws != nullptr && call.tail.tiles > 0) {
+    plan.tail = call.tail;
+    plan.tail.carve(ws);
   }
   DW_TRY(call.instance.run(p, ctx, plan));
   if (plan.splits > 1) DW_TRY(combine_splits(p, plan, ctx.stream));
@@ -170,7 +209,7 @@ Status forward_workspace_cuda(const Problem& problem, size_t* bytes) {
   DW_TRY(guard.status());
   Plan call;
   DW_TRY(plan_call(problem, &call));
-  if (call.splits > 1) *bytes = split_workspace_bytes(call.problem, call.splits);
+  *bytes = call.splits > 1 ? split_workspace_bytes(call.problem, call.splits) : call.tail.bytes();
   return Status::Ok();
 }
 

@@ -240,6 +240,75 @@ static_assert(choose_splits(32, 132, 64) == 4 && choose_splits(106, 132, 64) == 
               choose_splits(8, 132, 64) == 16 && choose_splits(1, 132, 4096) == 32 &&
               choose_splits(8, 132, 16) == 8 && choose_splits(32, 132, 3) == 1);
 
+// Split tail (SplitTail, fwd_combine.hpp): with no mask and fixed lengths every tile runs the same
+// key blocks, so when `tiles` is not a multiple of the persistent grid the last round keeps only
+// tiles % grid CTAs busy (the FA3 sweep idles ~3 % of the SM-time this way; perf-notes item 61).
+// Splitting those tiles' keys s ways runs them as ceil(t s / grid) rounds of units of ~1/s of a
+// tile, and split 0 merges the others' fp32 partials (fwd_sm90_tail.cuh). Cost model in
+// hundredths of a key block, fitted to the first A/B (H200, perf-notes item 62): a unit costs its
+// range, kTailUnitCost (Q load, first Q K^T, epilogue), and in the round of its split 0 the merge,
+// (s - 1) x kTailMergeCost / kBlockN: one split's 128 x d partials read by one SM (~50 GB/s)
+// take about the time of 110 keys of that tile's compute. s is the cheapest count of at most
+// kMaxTailSplits with at least kMinKeyBlocksPerTailSplit blocks per range and no empty range,
+// taken when it saves at least 1/8 of the unsplit tail and the tile has kMinTailKeyBlocks blocks
+// (below, the scratch counters' memset, ~1-2 us, costs what the tail saves: d = 64 S = 512 -0.5 %).
+// 1 means no tail.
+constexpr int kMaxTailSplits = 8;
+constexpr long long kMinKeyBlocksPerTailSplit = 2;
+constexpr long long kMinTailKeyBlocks = 16;
+constexpr long long kTailUnitCost = 100;
+constexpr long long kTailMergeCost = 11000;
+constexpr long long tail_cost(long long tail_tiles, long long grid, long long key_blocks,
+                              long long block_n, long long s) {
+  const long long per = (key_blocks + s - 1) / s;
+  const long long unit = per * 100 + kTailUnitCost + (s - 1) * kTailMergeCost / block_n;
+  return (tail_tiles * s + grid - 1) / grid * unit;
+}
+constexpr int choose_tail_splits(long long tiles, long long grid, long long key_blocks,
+                                 long long block_n) {
+  if (grid <= 0 || tiles <= grid || tiles % grid == 0 || key_blocks < kMinTailKeyBlocks) return 1;
+  const long long t = tiles % grid;
+  const long long unsplit = key_blocks * 100 + kTailUnitCost;
+  long long best = 1, best_cost = unsplit;
+  for (long long s = 2; s <= kMaxTailSplits && s * kMinKeyBlocksPerTailSplit <= key_blocks; ++s) {
+    const long long per = (key_blocks + s - 1) / s;
+    if ((s - 1) * per >= key_blocks) continue;  // an empty range
+    const long long c = tail_cost(t, grid, key_blocks, block_n, s);
+    if (c < best_cost) best = s, best_cost = c;
+  }
+  return best_cost * 8 <= unsplit * 7 ? static_cast<int>(best) : 1;
+}
+// The FA3 sweep's grids on 132 SMs (tiles, key blocks, keys per block), whether or not their tile
+// compiles the tail (kSplitTail, below: only d = 128 from 8k keys does): d = 64 S = 512 / 1k
+// (3072, 4 / 8, 128) none, 2k (2816, 16) 3 ways, 4k (2816, 32) 3, 8k (2752, 64) none; d = 128 2k
+// (2048, 16, 128) none, 4k (2048, 32) 3, 8k (2048, 57, 144) 3, 16k (2048, 114, 144) 3; d = 256
+// 4k (1024, 64, 64) and 16k (1024, 256) none; one whole round or less, none.
+static_assert(choose_tail_splits(3072, 132, 4, 128) == 1 &&
+              choose_tail_splits(3072, 132, 8, 128) == 1 &&
+              choose_tail_splits(2816, 132, 16, 128) == 3 &&
+              choose_tail_splits(2816, 132, 32, 128) == 3 &&
+              choose_tail_splits(2752, 132, 64, 128) == 1 &&
+              choose_tail_splits(2048, 132, 16, 128) == 1 &&
+              choose_tail_splits(2048, 132, 32, 128) == 3 &&
+              choose_tail_splits(2048, 132, 57, 144) == 3 &&
+              choose_tail_splits(2048, 132, 114, 144) == 3 &&
+              choose_tail_splits(1024, 132, 64, 64) == 1 &&
+              choose_tail_splits(1024, 132, 256, 64) == 1 &&
+              choose_tail_splits(132, 132, 64, 128) == 1 &&
+              choose_tail_splits(100, 132, 64, 128) == 1 &&
+              choose_tail_splits(264, 132, 64, 128) == 1);
+
+// The tiles that compile the split tail's code (fwd_sm90_tail.cuh): only the 144-key d = 128 tile.
+// In d = 64's unmasked tile and d = 128's long-key tile the code alone, with no tail taken, cost
+// 1-4 % (H200 A/B against twins without it: d = 64 non-causal 512 0.990 -> 0.948, 8k -2.6 %,
+// causal 2k -3.6 %; d = 128 causal 2k -3.5 %), more than the tail gained there (d = 64 2k / 4k
+// +1.3-2.3 %); in the wide tile it costs nothing measurable (8k / 16k +0.7 / +0.2 %) and the tail
+// gains +1.4-2.0 % (perf-notes item 62). The other tiles compile as before the tail.
+template <class Tile>
+constexpr bool kSplitTail = false;
+template <>
+constexpr bool kSplitTail<FwdTileD128Wide> = true;
+
 // The bucket a head dimension runs on (0: not supported on CUDA).
 constexpr int head_dim_bucket(long long d) {
   return d <= 0 || d % 8 != 0 ? 0 : d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0;

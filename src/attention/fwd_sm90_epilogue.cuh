@@ -17,9 +17,12 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
 }
 
 // The tile coordinate the epilogue takes is the output's (output_coord): its batch is the batch of
-// O's tensor, which with split-KV holds num_splits copies of the batches (varlen: the split).
+// O's tensor, which with split-KV holds num_splits copies of the batches (varlen: the split). A
+// split tail's merged tile (split 0; the other splits publish, fwd_sm90_tail.cuh) is stored as
+// an unsplit one.
 template <class Params>
 __device__ __forceinline__ TileCoord output_coord(Params const& p, TileCoord tc) {
+  if (tc.tail >= 0) return tc;
   tc.batch = p.cu_seqlens_q ? tc.split : tc.batch + tc.split * p.batch;
   return tc;
 }

@@ -18,6 +18,7 @@
 #include "attention/fwd_combine.hpp"
 #include "attention/fwd_sm90_epilogue.cuh"
 #include "attention/fwd_sm90_mainloop.cuh"
+#include "attention/fwd_sm90_tail.cuh"
 #include "attention/problem.hpp"
 #include "core/cuda_utils.hpp"
 
@@ -100,10 +101,18 @@ __global__ void __launch_bounds__(Traits::kNumThreads, Traits::kCtasPerSm)
       const SeqInfo seq = seq_info<kBlockM, kBlockN>(p, tc.batch);
       if (tile_row0<kBlockM>(seq, tc.m_block) >= seq.seqlen_q) continue;
       int n_lo, n_hi;
-      key_block_range<kBlockM, kBlockN>(p, seq, tc.m_block, tc.split, &n_lo, &n_hi);
-      const TileCoord out_tc = output_coord(p, tc);
+      key_block_range<kBlockM, kBlockN>(p, seq, tc, &n_lo, &n_hi);
       if (n_hi <= n_lo) {
-        Epilogue<T>::store_empty(p, out_tc, seq, thread_idx);
+        if constexpr (T::kSplitTail) {
+          // A split-tail unit with no keys (the host's plan makes none; the producer skips it)
+          // still counts in, so that its split 0 never waits forever. Split 0 has keys whenever
+          // any split has (its range comes first).
+          if (tc.tail >= 0 && tc.split != 0) {
+            Tail<T>::publish_empty(p, tc, thread_idx);
+            continue;
+          }
+        }
+        Epilogue<T>::store_empty(p, output_coord(p, tc), seq, thread_idx);
         continue;
       }
       typename T::TiledMmaPV mma_pv;
@@ -112,8 +121,17 @@ __global__ void __launch_bounds__(Traits::kNumThreads, Traits::kCtasPerSm)
       Mainloop<T>::compute(p, ss, pipe_k, pipe_v, k_state, v_state, tc, seq, n_lo, n_hi, q_tiles,
                            thread_idx, tOrO, lse);
       cutlass::arch::ClusterBarrier::arrive(&ss.q_empty[q_tiles % T::kQStages]);  // Q not read
-      Epilogue<T>::store(p, ss, out_tc, seq, thread_idx, tOrO, lse);
       ++q_tiles;
+      if constexpr (T::kSplitTail) {
+        if (tc.tail >= 0) {
+          if (tc.split != 0) {
+            Tail<T>::publish(p, tc, thread_idx, tOrO, lse);
+            continue;
+          }
+          Tail<T>::merge(p, tc, thread_idx, tOrO, lse);
+        }
+      }
+      Epilogue<T>::store(p, ss, output_coord(p, tc), seq, thread_idx, tOrO, lse);
     }
     // Shared memory must outlive the last TMA store's reads.
     if (thread_idx % 128 == 0) Epilogue<T>::wait_store_read();
@@ -244,6 +262,28 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx, const SplitPlan&
     return Status(StatusCode::kNotSupported, std::string(kOp) + ": too many tiles for one launch");
   }
   p.num_tiles = static_cast<int>(tiles);
+  // Split tail: the plan's last tiles run as tail.splits units each (counters cleared here).
+  const SplitTail& tail = split.tail;
+  if (tail.tiles > 0) {
+    if (!T::kSplitTail || splits > 1 || tail.splits < 2 ||
+        tail.first + int64_t{tail.tiles} != tiles ||
+        tail.warpgroups != T::kNumMmaWarpGroups || tail.head_dim != kHeadDim ||
+        tail.part == nullptr || tail.flags == nullptr) {
+      return Status(StatusCode::kInternal, std::string(kOp) + ": inconsistent split-tail plan");
+    }
+    const int64_t units = tiles + int64_t{tail.tiles} * (tail.splits - 1);
+    if (units >= (int64_t{1} << 31)) {
+      return Status(StatusCode::kNotSupported,
+                    std::string(kOp) + ": too many tiles for one launch");
+    }
+    p.num_tiles = static_cast<int>(units);
+    p.tail_first = tail.first;
+    p.tail_splits = tail.splits;
+    p.tail_part = tail.part;
+    p.tail_flags = tail.flags;
+    DW_CUDA_TRY(kOp, cudaMemsetAsync(tail.flags, 0, tail.flag_count() * sizeof(int32_t),
+                                     static_cast<cudaStream_t>(ctx.stream)));
+  }
   p.longest_first = prob.window_right >= 0;
   p.pad_front = p.longest_first;
   p.pingpong = use_pingpong(kHeadDim, prob.seqlen_k);

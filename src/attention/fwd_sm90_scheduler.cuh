@@ -22,7 +22,9 @@ namespace deepwell::attention::sm90 {
 
 struct TileCoord {
   int m_block, head, batch;
-  int split;  // split-KV: which range of the tile's key blocks (0 without)
+  int split;   // which range of the tile's key blocks (0 without split-KV or a split tail)...
+  int splits;  // ...of how many
+  int tail;    // split tail: the tile's index among the split tiles (-1: not split there)
 };
 
 // The tile index of this CTA's round r (>= num_tiles: no more work).
@@ -31,12 +33,21 @@ __device__ __forceinline__ int tile_of_round(int round) {
   return round * int(gridDim.x) + c;
 }
 
+// Work unit `tile` -> tile coordinates. Split-KV: the splits of a tile are consecutive units (CTAs
+// running together read different key ranges of one head). Split tail: units from tail_first on
+// are the last tiles' splits, tail_splits per tile, split 0 last: it waits for the others
+// (fwd_sm90_tail.cuh), and a CTA runs its units in increasing order, so every unit it waits for
+// has a lower index, runs on another CTA of the resident grid, and never waits itself.
 template <class Params>
 __device__ __forceinline__ TileCoord tile_coord(Params const& p, int tile) {
-  // Split-KV: the splits of a tile are consecutive units (CTAs running together read different
-  // key ranges of one head).
-  int split = 0;
-  if (p.num_splits > 1) {
+  int split = 0, splits = p.num_splits, tail = -1;
+  if (Params::kSplitTail && tile >= p.tail_first) {
+    const int rel = tile - p.tail_first;
+    tail = rel / p.tail_splits;
+    split = p.tail_splits - 1 - rel % p.tail_splits;
+    splits = p.tail_splits;
+    tile = p.tail_first + tail;
+  } else if (p.num_splits > 1) {
     split = tile % p.num_splits;
     tile /= p.num_splits;
   }
@@ -53,7 +64,7 @@ __device__ __forceinline__ TileCoord tile_coord(Params const& p, int tile) {
     bh = tile / p.num_m_blocks;
     m_block = tile % p.num_m_blocks;
   }
-  return {m_block, bh % p.heads, bh / p.heads, split};
+  return {m_block, bh % p.heads, bh / p.heads, split, splits, tail};
 }
 
 // Where sequence `batch` lives: its first packed row (0 for fixed-length) and its length, for q and
@@ -103,15 +114,14 @@ __device__ __forceinline__ int tile_row_end(SeqInfo const& s, int m_block) {
   return min(s.seqlen_q, (m_block + 1) * kBlockM - s.q_pad);
 }
 
-// The key blocks [lo, hi) that the rows tile m_block stores can see (FlashAttention's
-// bottom-right aligned causal/window rule), and of those, split-KV's range `split` of
-// num_splits (ceil(blocks / num_splits) blocks each, the last ones shorter or empty). hi <= lo
-// means none.
+// The key blocks [lo, hi) that the rows of tile tc.m_block store can see (FlashAttention's
+// bottom-right aligned causal/window rule), and of those, range tc.split of tc.splits
+// (ceil(blocks / splits) blocks each, the last ones shorter or empty). hi <= lo means none.
 template <int kBlockM, int kBlockN, class Params>
-__device__ __forceinline__ void key_block_range(Params const& p, SeqInfo const& s, int m_block,
-                                                int split, int* lo, int* hi) {
-  const int m0 = tile_row0<kBlockM>(s, m_block);
-  const int m_last = tile_row_end<kBlockM>(s, m_block) - 1;  // the last row the tile stores
+__device__ __forceinline__ void key_block_range(Params const& p, SeqInfo const& s,
+                                                TileCoord const& tc, int* lo, int* hi) {
+  const int m0 = tile_row0<kBlockM>(s, tc.m_block);
+  const int m_last = tile_row_end<kBlockM>(s, tc.m_block) - 1;  // the last row the tile stores
   const int shift = s.seqlen_k - s.seqlen_q;  // diagonal of row i is key i + shift
   int key_hi = s.seqlen_k;                    // exclusive
   if (p.window_right >= 0) key_hi = min(key_hi, m_last + shift + p.window_right + 1);
@@ -119,9 +129,9 @@ __device__ __forceinline__ void key_block_range(Params const& p, SeqInfo const& 
   if (p.window_left >= 0) key_lo = max(0, m0 + shift - p.window_left);
   *lo = key_lo / kBlockN;
   *hi = key_hi <= key_lo ? *lo : (key_hi + kBlockN - 1) / kBlockN;
-  if (p.num_splits > 1) {
-    const int per_split = (*hi - *lo + p.num_splits - 1) / p.num_splits;
-    *lo += split * per_split;
+  if (tc.splits > 1) {
+    const int per_split = (*hi - *lo + tc.splits - 1) / tc.splits;
+    *lo += tc.split * per_split;
     *hi = min(*hi, *lo + per_split);
   }
 }
@@ -141,7 +151,7 @@ __device__ __forceinline__ bool next_work(Params const& p, int& round, TileWork&
     w.tc = tile_coord(p, t);
     w.seq = seq_info<kBlockM, kBlockN>(p, w.tc.batch);
     if (tile_row0<kBlockM>(w.seq, w.tc.m_block) >= w.seq.seqlen_q) continue;
-    key_block_range<kBlockM, kBlockN>(p, w.seq, w.tc.m_block, w.tc.split, &w.n_lo, &w.n_hi);
+    key_block_range<kBlockM, kBlockN>(p, w.seq, w.tc, &w.n_lo, &w.n_hi);
     if (w.n_hi > w.n_lo) return true;
   }
   return false;

@@ -36,6 +36,7 @@ struct FwdTraits {
   static constexpr bool kLateVWait = sm90::kLateVWait<Tile>;
   static constexpr bool kRescaleBeforePV = sm90::kRescaleBeforePV<Tile>;
   static constexpr bool kPinPvWait = sm90::kPinPvWait<Tile>;
+  static constexpr bool kSplitTail = sm90::kSplitTail<Tile>;
 
   // One producer warpgroup (TMA) plus one consumer warpgroup per 64 query rows.
   static constexpr int kNumMmaWarpGroups = kBlockM / 64;
@@ -164,6 +165,7 @@ struct FwdTraits {
 // Plain parameters of one launch. Sizes are int32 (the launcher checks they fit); strides int64.
 template <class Traits>
 struct FwdParams {
+  static constexpr bool kSplitTail = Traits::kSplitTail;  // the tail's code compiled in
   typename Traits::TmaQ tma_q;
   typename Traits::TmaKV tma_k, tma_v;
   typename Traits::TmaO tma_o;  // unused for varlen (cu_seqlens_q set)
@@ -198,6 +200,14 @@ struct FwdParams {
   // buffers, at split * o_split_stride / lse_split_stride (fwd_combine.cu merges them).
   int num_splits = 1;
   int64_t o_split_stride = 0, lse_split_stride = 0;
+
+  // Split tail (SplitTail in fwd_combine.hpp; only with num_splits == 1): work units from
+  // tail_first on are the splits of the last tiles, tail_splits per tile (tile_coord); splits
+  // 1.. publish into tail_part and count in tail_flags, split 0 merges (fwd_sm90_tail.cuh).
+  int tail_first = 0x7fffffff;
+  int tail_splits = 1;
+  float* tail_part = nullptr;
+  int32_t* tail_flags = nullptr;
 };
 
 }  // namespace deepwell::attention::sm90

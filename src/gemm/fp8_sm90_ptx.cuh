@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "core/flags_sm90.cuh"
+
 namespace deepwell::matmul::sm90::fp8 {
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -96,38 +98,9 @@ __device__ __forceinline__ void mbar_arrive_cluster_if(uint64_t* bar, uint32_t c
 
 // ------------------------------------------------------------- flags between CTAs (split tail)
 
-// Adds `v` to the global counter `flag` after a release fence at GPU scope: every store this
-// thread made, and those it saw by a preceding barrier, is visible to a CTA that reads the new
-// count with wait_flag_geq (CUTLASS's GenericBarrier publishes stream-K partials the same way).
-__device__ __forceinline__ void red_release_add(int32_t* flag, int32_t v) {
-  asm volatile("fence.acq_rel.gpu;\nred.relaxed.gpu.global.add.s32 [%0], %1;" ::"l"(flag), "r"(v)
-               : "memory");
-}
+using detail::red_release_add;  // core/flags_sm90.cuh
+using detail::wait_flag_geq;
 
-// Waits until the global counter `flag` is >= `target` (acquire loads at GPU scope). The loop is
-// inside the asm like mbar_wait's; the counted stores come from other CTAs of the same persistent
-// grid, which are resident, so a wait that has not ended after 10 s of the global timer traps.
-__device__ __forceinline__ void wait_flag_geq(const int32_t* flag, int32_t target) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      ".reg .b32 v;\n"
-      ".reg .u64 start, now;\n"
-      "mov.u64 start, %%globaltimer;\n"
-      "WAIT:\n"
-      "ld.acquire.gpu.global.b32 v, [%0];\n"
-      "setp.ge.s32 done, v, %1;\n"
-      "@done bra DONE;\n"
-      "mov.u64 now, %%globaltimer;\n"
-      "sub.u64 now, now, start;\n"
-      "setp.lt.u64 done, now, 10000000000;\n"
-      "@done bra WAIT;\n"
-      "trap;\n"
-      "DONE:\n"
-      "}\n" ::"l"(flag),
-      "r"(target)
-      : "memory");
-}
 
 // ------------------------------------------------------------------------------------- clusters
 

@@ -419,6 +419,67 @@ def test_split_kv_varlen_and_empty_rows(monkeypatch, seed):
     assert (out[:, :300] == 0).all() and torch.isinf(lse[:, :, :300]).all()
 
 
+TAIL_SHAPES = [  # (B, Sq, Sk, Hq, Hkv, D, max_grid): tiles % max_grid tiles in the last round
+    (1, 1000, 8300, 2, 1, 128, 6),  # 16 tiles of 8 m-blocks, 4 in the tail, 58 key blocks
+    (2, 700, 8193, 3, 3, 128, 8),   # 36 tiles (the last m-block partial), 4 in the tail, 57 blocks
+    (3, 129, 9000, 2, 2, 128, 5),   # 12 tiles, 2 m-blocks each (the second one row), 2 in the tail
+    (1, 300, 8192, 8, 2, 128, 7),   # GQA 4:1, 24 tiles, 3 in the tail
+]
+
+
+@pytest.mark.parametrize("splits", [0, 2, 3, 40])
+@pytest.mark.parametrize("shape", TAIL_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_split_tail_forced(shape, splits, monkeypatch, seed):
+    """The split tail (fwd_sm90_tail.cuh) on a capped grid: the last round's tiles run their keys
+    in `splits` ranges (0: the default plan's count) on CTAs that would idle, merged inside the
+    kernel by split 0; 40 ranges of 57-63 key blocks leave many empty. The tile compiled with it
+    (kSplitTail): d = 128's 144-key tile, no mask, from 8k keys. Both dtypes, GQA, LSE, partial
+    last m-blocks, Sq != Sk, bitwise repeatable; causal and windowed calls in the same setting
+    run other tiles, without a tail."""
+    B, Sq, Sk, Hq, Hkv, D, max_grid = shape
+    monkeypatch.setenv("DEEPWELL_ATTN_MAX_GRID", str(max_grid))
+    if splits:
+        monkeypatch.setenv("DEEPWELL_ATTN_TAIL_SPLITS", str(splits))
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    for dtype in (torch.bfloat16, torch.float16):
+        q = rand((B, Sq, Hq, D), dtype, g)
+        k, v = rand((B, Sk, Hkv, D), dtype, g), rand((B, Sk, Hkv, D), dtype, g)
+        out, lse = check(q, k, v)
+        again = run(q, k, v)
+        assert torch.equal(out, again[0]) and torch.equal(lse, again[1]), "not bitwise repeatable"
+        check(q, k, v, causal=True)
+        check(q, k, v, window=(300, 20))
+
+
+@pytest.mark.cuda_graph
+def test_split_tail_chosen_by_default(monkeypatch, seed):
+    """The default plan on the whole GPU: d = 128, S = 8k, 3 heads (192 tiles of 57 key blocks,
+    60 past the first round of 132 SMs) takes a tail, so its bits differ from the untailed run's
+    (DEEPWELL_ATTN_TAIL_SPLITS=0); both are checked. Also on a side stream and captured in a CUDA
+    graph (the scratch comes from torch's caching allocator)."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v = (rand((1, 8192, 3, 128), torch.bfloat16, g) for _ in range(3))
+    out, lse = check(q, k, v)
+    monkeypatch.setenv("DEEPWELL_ATTN_TAIL_SPLITS", "0")
+    out0, lse0 = check(q, k, v)
+    monkeypatch.delenv("DEEPWELL_ATTN_TAIL_SPLITS")
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        assert not torch.equal(lse, lse0), "no split tail on 132 SMs"
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        on_side = deepwell.attention(q, k, v)
+    torch.cuda.current_stream().wait_stream(s)
+    assert torch.equal(on_side, out)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = deepwell.attention(q, k, v)
+    q.copy_(rand(q.shape, q.dtype, g))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(captured, deepwell.attention(q, k, v))
+
+
 @pytest.mark.cuda_graph
 def test_split_kv_chosen_for_decoding(seed):
     """The default plan splits a decoding step (8 (batch, head) tiles on long keys); also with
