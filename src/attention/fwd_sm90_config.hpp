@@ -303,7 +303,8 @@ static_assert(choose_tail_splits(3072, 132, 4, 128) == 1 &&
 // 1-4 % (H200 A/B against twins without it: d = 64 non-causal 512 0.990 -> 0.948, 8k -2.6 %,
 // causal 2k -3.6 %; d = 128 causal 2k -3.5 %), more than the tail gained there (d = 64 2k / 4k
 // +1.3-2.3 %); in the wide tile it costs nothing measurable (8k / 16k +0.7 / +0.2 %) and the tail
-// gains +1.4-2.0 % (perf-notes item 62). The other tiles compile as before the tail.
+// gains +0.8-1.9 % at 8k, +1.7-2.0 % at 16k (perf-notes item 62). The other tiles compile as
+// before the tail.
 template <class Tile>
 constexpr bool kSplitTail = false;
 template <>
