@@ -37,7 +37,8 @@ __device__ __forceinline__ int tile_of_round(int round) {
 // running together read different key ranges of one head). Split tail: units from tail_first on
 // are the last tiles' splits, tail_splits per tile, split 0 last: it waits for the others
 // (fwd_sm90_tail.cuh), and a CTA runs its units in increasing order, so every unit it waits for
-// has a lower index, runs on another CTA of the resident grid, and never waits itself.
+// has a lower index: it ran earlier on the same CTA or runs on another CTA of the resident grid,
+// and it never waits itself.
 template <class Params>
 __device__ __forceinline__ TileCoord tile_coord(Params const& p, int tile) {
   int split = 0, splits = p.num_splits, tail = -1;
