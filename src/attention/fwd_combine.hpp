@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 #include "attention/problem.hpp"
 
@@ -48,6 +49,15 @@ inline SplitLayout split_layout(const Problem& p, int splits) {
   l.o_bytes = (rows_all * size_t(p.head_dim) * 2 + 255) / 256 * 256;  // 16-bit outputs only
   l.bytes = l.o_bytes + rows_all * sizeof(float);
   return l;
+}
+
+// The persistent grid's cap set by DEEPWELL_ATTN_MAX_GRID=<n> (tests: a small problem runs many
+// tiles per CTA), 0 without one. The launcher and the split tail's plan both read it here, so
+// they agree on the grid.
+inline int max_grid_override() {
+  const char* env = std::getenv("DEEPWELL_ATTN_MAX_GRID");
+  const int n = env != nullptr ? std::atoi(env) : 0;
+  return n > 0 ? n : 0;
 }
 
 // Split tail (without split-KV): where the tiles do not fill the persistent grid's last round,

@@ -99,9 +99,7 @@ SplitTail plan_tail(const Problem& p, const Instance& in, int sm_count) {
   const int64_t tiles = (p.seqlen_q + in.block_m - 1) / in.block_m * p.heads_q * p.batch;
   const int64_t key_blocks = (p.seqlen_k + in.block_n - 1) / in.block_n;
   int64_t grid = std::min<int64_t>(tiles, int64_t{sm_count} * in.ctas_per_sm);
-  if (const char* env = std::getenv("DEEPWELL_ATTN_MAX_GRID")) {
-    if (std::atoi(env) > 0) grid = std::min<int64_t>(grid, std::atoi(env));
-  }
+  if (const int cap = max_grid_override()) grid = std::min<int64_t>(grid, cap);
   if (grid <= 0 || tiles <= grid || tiles % grid == 0 || tiles >= (int64_t{1} << 31) ||
       key_blocks < 2) {
     return tail;

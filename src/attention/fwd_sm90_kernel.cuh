@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 #include "attention/fwd_combine.hpp"
@@ -312,9 +311,7 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx, const SplitPlan&
   const detail::DeviceInfo* info = nullptr;
   DW_TRY(detail::device_info(device, &info));
   int grid = std::min(p.num_tiles, info->sm_count * per_sm);
-  if (const char* env = std::getenv("DEEPWELL_ATTN_MAX_GRID")) {
-    if (std::atoi(env) > 0) grid = std::min(grid, std::atoi(env));
-  }
+  if (const int cap = max_grid_override()) grid = std::min(grid, cap);
   p.group_bh = p.num_m_blocks <= kCausalGroupMaxMBlocks
                    ? std::max(1, grid / kCausalGroupCtasPerHead)
                    : p.heads * p.batch;

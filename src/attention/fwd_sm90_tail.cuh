@@ -45,8 +45,14 @@ struct Tail {
     for (int i = 0; i < kN; ++i) __stcg(dst + i * 128, tOrO.data()[i]);
     __stcg(dst + kN * 128, lse[0]);
     __stcg(dst + (kN + 1) * 128, lse[1]);
-    // The warpgroup's stores precede thread 0's release (the epilogue's barrier: its uses by this
-    // warpgroup are in program order).
+    count_in(p, tc, thread_idx);
+  }
+
+  // After a warpgroup's stores of its slot: counted in by its thread 0 with a release. The
+  // warpgroup's stores precede that release through the epilogue's barrier (its uses by this
+  // warpgroup are in program order).
+  template <class Params>
+  __device__ static void count_in(Params const& p, TileCoord const& tc, int thread_idx) {
     named_barrier_sync(Epilogue<T>::kFirstBarrier + thread_idx / 128, 128);
     if (thread_idx % 128 == 0) detail::red_release_add(flag(p, tc.tail, thread_idx), 1);
   }
@@ -106,8 +112,7 @@ struct Tail {
     for (int i = 0; i < kN; ++i) __stcg(dst + i * 128, 0.f);
     __stcg(dst + kN * 128, -INFINITY);
     __stcg(dst + (kN + 1) * 128, -INFINITY);
-    named_barrier_sync(Epilogue<T>::kFirstBarrier + thread_idx / 128, 128);
-    if (thread_idx % 128 == 0) detail::red_release_add(flag(p, tc.tail, thread_idx), 1);
+    count_in(p, tc, thread_idx);
   }
 };
 
