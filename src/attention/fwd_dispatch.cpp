@@ -16,16 +16,41 @@ namespace {
 constexpr std::string_view kOp = "attention_forward";
 static_assert(sm90::kMaxSplits <= kMaxCombineSplits, "the combine kernel's split limit");
 
+using RunFn = Status (*)(const Problem&, const Context&, const SplitPlan&);
+
 // The compiled instance a problem runs on, with its tile's shape.
 struct Instance {
-  Status (*run)(const Problem&, const Context&, const SplitPlan&) = nullptr;
+  RunFn run = nullptr;
   int block_m = 0, block_n = 0, ctas_per_sm = 1;
   bool split_tail = false;  // compiled with the split tail (sm90::kSplitTail)
+  RunFn dense = nullptr;    // the tile's DenseOnly twin, if compiled (dense_only_applies)
 };
 
 template <class Tile>
-Instance instance(Status (*run)(const Problem&, const Context&, const SplitPlan&)) {
-  return {run, Tile::kBlockM, Tile::kBlockN, Tile::kCtasPerSm, sm90::kSplitTail<Tile>};
+Instance instance(RunFn run, RunFn dense = nullptr) {
+  return {run, Tile::kBlockM, Tile::kBlockN, Tile::kCtasPerSm, sm90::kSplitTail<Tile>, dense};
+}
+
+// Whether a call may run its tile's DenseOnly twin (fwd_sm90_config.hpp): fixed lengths, no mask
+// or window, keys a multiple of the key tile, no split-KV and no split tail. The launcher checks
+// the same rule. DEEPWELL_ATTN_DENSE=0 keeps such calls on the general instance (tests, A/B).
+constexpr bool dense_only_applies(bool varlen, long long window_left, long long window_right,
+                                  long long seqlen_k, int block_n, int splits, int tail_tiles) {
+  return !varlen && window_left < 0 && window_right < 0 && seqlen_k > 0 &&
+         seqlen_k % block_n == 0 && splits == 1 && tail_tiles == 0;
+}
+static_assert(dense_only_applies(false, -1, -1, 512, 128, 1, 0) &&
+              !dense_only_applies(false, -1, -1, 1000, 128, 1, 0) &&
+              !dense_only_applies(false, -1, 0, 512, 128, 1, 0) &&
+              !dense_only_applies(false, 64, -1, 512, 128, 1, 0) &&
+              !dense_only_applies(true, -1, -1, 512, 128, 1, 0) &&
+              !dense_only_applies(false, -1, -1, 512, 128, 4, 0) &&
+              !dense_only_applies(false, -1, -1, 8640, 144, 1, 20) &&
+              !dense_only_applies(false, -1, -1, 0, 128, 1, 0));
+
+bool dense_twins_enabled() {
+  const char* env = std::getenv("DEEPWELL_ATTN_DENSE");
+  return env == nullptr || std::atoi(env) != 0;
 }
 
 // Keys per sequence for a tile choice that pays per sequence (the wide tile's ragged last block):
@@ -48,7 +73,8 @@ Instance choose_instance(const Problem& p) {
       if (p.window_right >= 0 && p.seqlen_q <= kD64CausalTileMaxSeqlenQ) {
         return instance<FwdTileD64Causal>(bf16 ? fwd_bf16_d64_causal : fwd_f16_d64_causal);
       }
-      return instance<FwdTile<64>>(bf16 ? fwd_bf16_d64 : fwd_f16_d64);
+      return instance<FwdTile<64>>(bf16 ? fwd_bf16_d64 : fwd_f16_d64,
+                                   bf16 ? fwd_bf16_d64_dense : fwd_f16_d64_dense);
     case 128:
       if (p.seqlen_q <= kShortQueryTileMaxSeqlenQ) {
         return instance<FwdTileD128Short>(bf16 ? fwd_bf16_d128_short : fwd_f16_d128_short);
@@ -58,9 +84,11 @@ Instance choose_instance(const Problem& p) {
         return instance<FwdTileD128Wide>(bf16 ? fwd_bf16_d128_wide : fwd_f16_d128_wide);
       }
       if (!use_pingpong(128, p.seqlen_k)) {
-        return instance<FwdTileD128Long>(bf16 ? fwd_bf16_d128_long : fwd_f16_d128_long);
+        return instance<FwdTileD128Long>(bf16 ? fwd_bf16_d128_long : fwd_f16_d128_long,
+                                         bf16 ? fwd_bf16_d128_long_dense : fwd_f16_d128_long_dense);
       }
-      return instance<FwdTile<128>>(bf16 ? fwd_bf16_d128 : fwd_f16_d128);
+      return instance<FwdTile<128>>(bf16 ? fwd_bf16_d128 : fwd_f16_d128,
+                                    bf16 ? fwd_bf16_d128_dense : fwd_f16_d128_dense);
     case 256:
       if (p.seqlen_q <= kShortQueryTileMaxSeqlenQ) {
         return instance<FwdTileD256Short>(bf16 ? fwd_bf16_d256_short : fwd_f16_d256_short);
@@ -161,6 +189,12 @@ Status plan_call(const Problem& problem, Plan* plan) {
   DW_TRY(detail::device_info(problem.device.index, &info));
   plan->splits = plan_splits(plan->problem, plan->instance, info->sm_count);
   if (plan->splits == 1) plan->tail = plan_tail(plan->problem, plan->instance, info->sm_count);
+  const Problem& q = plan->problem;
+  if (plan->instance.dense != nullptr && dense_twins_enabled() &&
+      dense_only_applies(q.varlen, q.window_left, q.window_right, q.seqlen_k,
+                         plan->instance.block_n, plan->splits, plan->tail.tiles)) {
+    plan->instance.run = plan->instance.dense;
+  }
   return Status::Ok();
 }
 

@@ -30,5 +30,12 @@ Status fwd_f16_d128_long(const Problem& p, const Context& ctx, const SplitPlan& 
 // d = 128, unmasked, long keys: 144-key tiles.
 Status fwd_bf16_d128_wide(const Problem& p, const Context& ctx, const SplitPlan& split);
 Status fwd_f16_d128_wide(const Problem& p, const Context& ctx, const SplitPlan& split);
+// Dense calls only (DenseOnly twins of fwd_*_d64, fwd_*_d128, fwd_*_d128_long).
+Status fwd_bf16_d64_dense(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_f16_d64_dense(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_bf16_d128_dense(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_f16_d128_dense(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_bf16_d128_long_dense(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_f16_d128_long_dense(const Problem& p, const Context& ctx, const SplitPlan& split);
 
 }  // namespace deepwell::attention::sm90

@@ -310,6 +310,30 @@ constexpr bool kSplitTail = false;
 template <>
 constexpr bool kSplitTail<FwdTileD128Wide> = true;
 
+// Dense calls (fixed lengths, no mask or window, keys a multiple of kBlockN, no split-KV or split
+// tail) run DenseOnly twins of the unmasked d = 64 and d = 128 tiles: the same tile and policies,
+// compiled without the code such calls never run (variable lengths, masks and windows, split-KV,
+// by-row stores, empty tiles). That code, never entered, still cost: the twins' key loops are 454
+// instructions against 705 (d = 64) and 472 against 901 (d = 128 long keys), the kernels 2288
+// against 4024 and 2632 against 4608 (H200 A/B x cuDNN, one process, plain -> twin: d = 64
+// non-causal 512 0.991 -> 1.034, 1k 1.011 -> 1.045, 2k 1.107 -> 1.130, 4k 1.119 -> 1.130, 8k /
+// 16k within +-0.7 %; d = 128 512 0.996 -> 1.045, 1k 1.008 -> 1.059, 2k 1.020 -> 1.032, 4k 1.025
+// -> 1.034; perf-notes attention item 63). The launcher refuses a plan that breaks the rule
+// (fwd_dispatch.cpp: dense_only_applies).
+template <class Tile>
+struct DenseOnly : Tile {};
+// The tile policy behind a DenseOnly twin, and whether it is one.
+template <class Tile>
+struct UnwrapTile {
+  using type = Tile;
+  static constexpr bool kDenseOnly = false;
+};
+template <class Tile>
+struct UnwrapTile<DenseOnly<Tile>> {
+  using type = Tile;
+  static constexpr bool kDenseOnly = true;
+};
+
 // The bucket a head dimension runs on (0: not supported on CUDA).
 constexpr int head_dim_bucket(long long d) {
   return d <= 0 || d % 8 != 0 ? 0 : d <= 64 ? 64 : d <= 128 ? 128 : d <= 256 ? 256 : 0;

@@ -111,7 +111,8 @@ __global__ void __launch_bounds__(Traits::kNumThreads, Traits::kCtasPerSm)
             continue;
           }
         }
-        Epilogue<T>::store_empty(p, output_coord(p, tc), seq, thread_idx);
+        // (Dense calls have keys for every tile.)
+        if constexpr (!T::kDenseOnly) Epilogue<T>::store_empty(p, output_coord(p, tc), seq, thread_idx);
         continue;
       }
       typename T::TiledMmaPV mma_pv;
@@ -176,6 +177,14 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx, const SplitPlan&
     }
   }
 
+  if constexpr (T::kDenseOnly) {
+    // The twin has no code for anything else (fwd_sm90_config.hpp, DenseOnly).
+    if (prob.varlen || prob.window_left >= 0 || prob.window_right >= 0 || split.splits > 1 ||
+        split.tail.tiles > 0 || prob.seqlen_k <= 0 || prob.seqlen_k % T::kBlockN != 0) {
+      return Status(StatusCode::kInternal,
+                    std::string(kOp) + ": a dense-only instance planned for a call it does not run");
+    }
+  }
   FwdParams<T> p;
   const bool varlen = prob.varlen;
   const int d = static_cast<int>(prob.head_dim);

@@ -48,13 +48,13 @@ __device__ __forceinline__ TileCoord tile_coord(Params const& p, int tile) {
     split = p.tail_splits - 1 - rel % p.tail_splits;
     splits = p.tail_splits;
     tile = p.tail_first + tail;
-  } else if (p.num_splits > 1) {
+  } else if (!Params::kDenseOnly && p.num_splits > 1) {
     split = tile % p.num_splits;
     tile /= p.num_splits;
   }
   const int bh_count = p.heads * p.batch;
   int m_block, bh;
-  if (p.longest_first) {
+  if (!Params::kDenseOnly && p.longest_first) {
     // Groups of group_bh heads, one after the other; inside a group the heaviest m-blocks first.
     const int per_group = p.group_bh * p.num_m_blocks;
     const int g = tile / per_group, r = tile % per_group;
@@ -90,14 +90,14 @@ struct SeqInfo {
 template <int kBlockM, int kBlockN, class Params>
 __device__ __forceinline__ SeqInfo seq_info(Params const& p, int batch) {
   SeqInfo s{0, p.seqlen_q, 0, p.seqlen_k, 0};
-  if (p.cu_seqlens_q != nullptr) {
+  if (!Params::kDenseOnly && p.cu_seqlens_q != nullptr) {
     const int q0 = min(max(p.cu_seqlens_q[batch], 0), p.total_q);
     const int q1 = min(max(p.cu_seqlens_q[batch + 1], q0), p.total_q);
     const int k0 = min(max(p.cu_seqlens_k[batch], 0), p.total_k);
     const int k1 = min(max(p.cu_seqlens_k[batch + 1], k0), p.total_k);
     s = {q0, q1 - q0, k0, k1 - k0, 0};
   }
-  if (p.pad_front) {
+  if (!Params::kDenseOnly && p.pad_front) {
     const int idle = (kBlockM - s.seqlen_q % kBlockM) % kBlockM;  // rows past the end
     s.q_pad = idle - idle % kBlockN;
   }
@@ -125,12 +125,14 @@ __device__ __forceinline__ void key_block_range(Params const& p, SeqInfo const& 
   const int m_last = tile_row_end<kBlockM>(s, tc.m_block) - 1;  // the last row the tile stores
   const int shift = s.seqlen_k - s.seqlen_q;  // diagonal of row i is key i + shift
   int key_hi = s.seqlen_k;                    // exclusive
-  if (p.window_right >= 0) key_hi = min(key_hi, m_last + shift + p.window_right + 1);
   int key_lo = 0;
-  if (p.window_left >= 0) key_lo = max(0, m0 + shift - p.window_left);
+  if constexpr (!Params::kDenseOnly) {
+    if (p.window_right >= 0) key_hi = min(key_hi, m_last + shift + p.window_right + 1);
+    if (p.window_left >= 0) key_lo = max(0, m0 + shift - p.window_left);
+  }
   *lo = key_lo / kBlockN;
   *hi = key_hi <= key_lo ? *lo : (key_hi + kBlockN - 1) / kBlockN;
-  if (tc.splits > 1) {
+  if (!Params::kDenseOnly && tc.splits > 1) {
     const int per_split = (*hi - *lo + tc.splits - 1) / tc.splits;
     *lo += tc.split * per_split;
     *hi = min(*hi, *lo + per_split);

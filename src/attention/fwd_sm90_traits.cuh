@@ -20,9 +20,12 @@ namespace deepwell::attention::sm90 {
 
 using namespace cute;
 
-// Tile: a TilePolicy (fwd_sm90_config.hpp).
-template <class Element_, int kHeadDim_, class Tile = FwdTile<kHeadDim_>>
+// TileArg: a TilePolicy (fwd_sm90_config.hpp), or its DenseOnly twin.
+template <class Element_, int kHeadDim_, class TileArg = FwdTile<kHeadDim_>>
 struct FwdTraits {
+  using Tile = typename UnwrapTile<TileArg>::type;
+  // Compiled for dense calls only: no varlen, mask, window, split-KV, tail or by-row store code.
+  static constexpr bool kDenseOnly = UnwrapTile<TileArg>::kDenseOnly;
   using Element = Element_;  // cutlass::bfloat16_t or cutlass::half_t
   using Accum = float;
   static constexpr int kHeadDim = kHeadDim_;
@@ -36,7 +39,7 @@ struct FwdTraits {
   static constexpr bool kLateVWait = sm90::kLateVWait<Tile>;
   static constexpr bool kRescaleBeforePV = sm90::kRescaleBeforePV<Tile>;
   static constexpr bool kPinPvWait = sm90::kPinPvWait<Tile>;
-  static constexpr bool kSplitTail = sm90::kSplitTail<Tile>;
+  static constexpr bool kSplitTail = !kDenseOnly && sm90::kSplitTail<Tile>;
 
   // One producer warpgroup (TMA) plus one consumer warpgroup per 64 query rows.
   static constexpr int kNumMmaWarpGroups = kBlockM / 64;
@@ -166,6 +169,7 @@ struct FwdTraits {
 template <class Traits>
 struct FwdParams {
   static constexpr bool kSplitTail = Traits::kSplitTail;  // the tail's code compiled in
+  static constexpr bool kDenseOnly = Traits::kDenseOnly;  // dense calls only (DenseOnly)
   typename Traits::TmaQ tma_q;
   typename Traits::TmaKV tma_k, tma_v;
   typename Traits::TmaO tma_o;  // unused for varlen (cu_seqlens_q set)

@@ -437,6 +437,87 @@ def test_split_kv_varlen_and_empty_rows(monkeypatch, seed):
     assert (out[:, :300] == 0).all() and torch.isinf(lse[:, :, :300]).all()
 
 
+def attention_kernel_names(fn):
+    """The names of the attention forward kernels `fn` launches, from torch's profiler (empty
+    where the profiler sees no CUDA kernels)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if "attention_fwd_kernel" in e.name]
+
+
+DENSE_SHAPES = [  # (B, Sq, Sk, Hq, Hkv, D): no mask, keys a multiple of the 128-key tile
+    (2, 512, 512, 4, 4, 64),     # d = 64's 192-row tile, its last m-block 128 rows
+    (1, 1000, 1024, 4, 2, 64),   # a partial last m-block, Sq != Sk, GQA 2:1
+    (3, 65, 256, 2, 2, 64),      # 65 rows: the smallest Sq past the 64-row short-query tile
+    (2, 700, 1024, 8, 1, 128),   # MQA on d = 128's tile
+    (1, 1500, 2048, 2, 2, 128),  # 2k keys: d = 128's long-key tile
+    (1, 129, 4096, 3, 3, 96),    # head dim 96 on the d = 128 bucket (columns zero-filled)
+]
+
+
+@pytest.mark.parametrize("shape", DENSE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_dense_twin(shape, monkeypatch, seed):
+    """Dense calls (fixed lengths, no mask or window, keys a multiple of the key tile) run the
+    DenseOnly twin of their tile (fwd_sm90_config.hpp): checked against the oracle, bitwise equal
+    to the general instance (DEEPWELL_ATTN_DENSE=0; the same arithmetic with less code) and
+    repeatable, also on strided views (q, k, v and out interleaved with other tensors). Masked
+    calls of the same shape keep the general instance."""
+    B, Sq, Sk, Hq, Hkv, D = shape
+    monkeypatch.setenv("DEEPWELL_ATTN_SPLITS", "1")  # these few tiles would take split-KV
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    for dtype in (torch.bfloat16, torch.float16):
+        q = rand((B, Sq, Hq, D), dtype, g)
+        kv = rand((B, Sk, 2, Hkv, D), dtype, g)
+        k, v = kv[:, :, 0], kv[:, :, 1]  # strided views
+        out, lse = check(q, k, v)
+        again = run(q, k, v)
+        assert torch.equal(out, again[0]) and torch.equal(lse, again[1]), "not bitwise repeatable"
+        monkeypatch.setenv("DEEPWELL_ATTN_DENSE", "0")
+        general = run(q, k, v)
+        monkeypatch.delenv("DEEPWELL_ATTN_DENSE")
+        assert torch.equal(out, general[0]), "the dense twin's O differs from the general one's"
+        assert torch.equal(lse, general[1]), "the dense twin's LSE differs from the general one's"
+        wide = torch.full((B, Sq, Hq, 2 * D), float("nan"), device="cuda", dtype=dtype)
+        o_view = wide[..., D:]  # out with a row stride of 2 * Hq * D
+        deepwell.ops.forward_into(q, k, v, o_view, None)
+        assert torch.equal(o_view, out) and torch.isnan(wide[..., :D]).all()
+        check(q, k, v, causal=True)
+        names = attention_kernel_names(lambda: run(q, k, v))
+        if names:  # the profiler sees kernels: the dense call ran the twin, the causal one not
+            assert all("DenseOnly" in n for n in names), names
+            masked = attention_kernel_names(lambda: run(q, k, v, causal=True))
+            assert masked and not any("DenseOnly" in n for n in masked), masked
+
+
+@pytest.mark.cuda_graph
+@pytest.mark.parametrize("shape", [(2, 1536, 1536, 16, 8, 64), (4, 1024, 2048, 8, 8, 128)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_dense_twin_chosen_by_default(shape, seed):
+    """The default plan of a dense call with enough tiles for the GPU (no split-KV) runs the
+    twin; also on a side stream and captured in a CUDA graph."""
+    B, Sq, Sk, Hq, Hkv, D = shape
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = rand((B, Sq, Hq, D), torch.bfloat16, g)
+    k, v = rand((B, Sk, Hkv, D), torch.bfloat16, g), rand((B, Sk, Hkv, D), torch.bfloat16, g)
+    out, _ = check(q, k, v)
+    names = attention_kernel_names(lambda: run(q, k, v))
+    assert all("DenseOnly" in n for n in names), names
+    check_side_stream_and_graph(q, k, v, out, g)
+
+
+def test_dense_twin_not_for_ragged_keys(monkeypatch, seed):
+    """Keys not a multiple of the key tile need the key-bound mask: the general instance."""
+    monkeypatch.setenv("DEEPWELL_ATTN_SPLITS", "1")
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = rand((1, 512, 2, 64), torch.bfloat16, g)
+    k, v = rand((1, 1000, 2, 64), torch.bfloat16, g), rand((1, 1000, 2, 64), torch.bfloat16, g)
+    check(q, k, v)
+    names = attention_kernel_names(lambda: run(q, k, v))
+    assert not any("DenseOnly" in n for n in names), names
+
+
 TAIL_SHAPES = [  # (B, Sq, Sk, Hq, Hkv, D, max_grid): tiles % max_grid tiles in the last round
     (1, 1000, 8300, 2, 1, 128, 6),  # 16 tiles of 8 m-blocks, 4 in the tail, 58 key blocks
     (2, 700, 8193, 3, 3, 128, 8),   # 36 tiles (the last m-block partial), 4 in the tail, 57 blocks

@@ -1,0 +1,6 @@
+// Instance: attention forward, sm_90a, f16, head dims up to 64, the DenseOnly twin of
+// fwd_f16_d64 (dense calls only: fwd_sm90_config.hpp).
+#include "attention/fwd_sm90.hpp"
+#include "attention/fwd_sm90_kernel.cuh"
+
+DEEPWELL_ATTENTION_FWD_SM90_INSTANCE(fwd_f16_d64_dense, cutlass::half_t, 64, DenseOnly<FwdTile<64>>)
