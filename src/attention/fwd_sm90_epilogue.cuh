@@ -68,8 +68,9 @@ struct Epilogue {
     const int row_limit = tile_row_end<kBlockM>(seq, tc.m_block) - row0;
     // The TMA clips only at the end of the sequence: a tile whose last rows belong to the next
     // tile (the first one under q_pad) stores by row like varlen. Dense calls always use the TMA.
-    const bool tma = Params::kDenseOnly || (p.cu_seqlens_q == nullptr &&
-                                            (row_limit >= kBlockM || row0 + row_limit == seq.seqlen_q));
+    const bool tma =
+        Params::kDenseOnly ||
+        (p.cu_seqlens_q == nullptr && (row_limit >= kBlockM || row0 + row_limit == seq.seqlen_q));
 
     Element* o_buffer = ss.o.data();
     Tensor sO = make_tensor(make_smem_ptr(o_buffer), typename T::SmemLayoutO{});

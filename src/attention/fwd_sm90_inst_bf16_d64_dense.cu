@@ -3,4 +3,5 @@
 #include "attention/fwd_sm90.hpp"
 #include "attention/fwd_sm90_kernel.cuh"
 
-DEEPWELL_ATTENTION_FWD_SM90_INSTANCE(fwd_bf16_d64_dense, cutlass::bfloat16_t, 64, DenseOnly<FwdTile<64>>)
+DEEPWELL_ATTENTION_FWD_SM90_INSTANCE(fwd_bf16_d64_dense, cutlass::bfloat16_t, 64,
+                                     DenseOnly<FwdTile<64>>)

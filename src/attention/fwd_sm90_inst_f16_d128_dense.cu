@@ -3,4 +3,5 @@
 #include "attention/fwd_sm90.hpp"
 #include "attention/fwd_sm90_kernel.cuh"
 
-DEEPWELL_ATTENTION_FWD_SM90_INSTANCE(fwd_f16_d128_dense, cutlass::half_t, 128, DenseOnly<FwdTile<128>>)
+DEEPWELL_ATTENTION_FWD_SM90_INSTANCE(fwd_f16_d128_dense, cutlass::half_t, 128,
+                                     DenseOnly<FwdTile<128>>)

@@ -112,7 +112,9 @@ __global__ void __launch_bounds__(Traits::kNumThreads, Traits::kCtasPerSm)
           }
         }
         // (Dense calls have keys for every tile.)
-        if constexpr (!T::kDenseOnly) Epilogue<T>::store_empty(p, output_coord(p, tc), seq, thread_idx);
+        if constexpr (!T::kDenseOnly) {
+          Epilogue<T>::store_empty(p, output_coord(p, tc), seq, thread_idx);
+        }
         continue;
       }
       typename T::TiledMmaPV mma_pv;
@@ -181,8 +183,9 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx, const SplitPlan&
     // The twin has no code for anything else (fwd_sm90_config.hpp, DenseOnly).
     if (prob.varlen || prob.window_left >= 0 || prob.window_right >= 0 || split.splits > 1 ||
         split.tail.tiles > 0 || prob.seqlen_k <= 0 || prob.seqlen_k % T::kBlockN != 0) {
-      return Status(StatusCode::kInternal,
-                    std::string(kOp) + ": a dense-only instance planned for a call it does not run");
+      return Status(StatusCode::kInternal, std::string(kOp) +
+                                               ": a dense-only instance planned for a call it "
+                                               "does not run");
     }
   }
   FwdParams<T> p;

@@ -217,7 +217,9 @@ struct Mainloop {
     float o_scale[2];
     auto masked_softmax = [&](auto& tSrS, int n) -> bool {
       Tensor s = make_tensor(tSrS.data(), rowcol(tSrS.layout()));
-      if (!T::kDenseOnly && block_needs_mask<kBlockM, kBlockN>(m0, n, seq.seqlen_q, seq.seqlen_k, p.window_left,
+      // (DenseOnly: no block needs one.)
+      if (!T::kDenseOnly &&
+          block_needs_mask<kBlockM, kBlockN>(m0, n, seq.seqlen_q, seq.seqlen_k, p.window_left,
                                              p.window_right)) {
         apply_mask<kBlockM, kBlockN, T::kOneBoundMask>(s, coord, m0, n, seq.seqlen_q,
                                                        seq.seqlen_k, p.window_left, p.window_right);
