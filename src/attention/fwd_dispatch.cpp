@@ -31,23 +31,8 @@ Instance instance(RunFn run, RunFn dense = nullptr) {
   return {run, Tile::kBlockM, Tile::kBlockN, Tile::kCtasPerSm, sm90::kSplitTail<Tile>, dense};
 }
 
-// Whether a call may run its tile's DenseOnly twin (fwd_sm90_config.hpp): fixed lengths, no mask
-// or window, keys a multiple of the key tile, no split-KV and no split tail. The launcher checks
-// the same rule. DEEPWELL_ATTN_DENSE=0 keeps such calls on the general instance (tests, A/B).
-constexpr bool dense_only_applies(bool varlen, long long window_left, long long window_right,
-                                  long long seqlen_k, int block_n, int splits, int tail_tiles) {
-  return !varlen && window_left < 0 && window_right < 0 && seqlen_k > 0 &&
-         seqlen_k % block_n == 0 && splits == 1 && tail_tiles == 0;
-}
-static_assert(dense_only_applies(false, -1, -1, 512, 128, 1, 0) &&
-              !dense_only_applies(false, -1, -1, 1000, 128, 1, 0) &&
-              !dense_only_applies(false, -1, 0, 512, 128, 1, 0) &&
-              !dense_only_applies(false, 64, -1, 512, 128, 1, 0) &&
-              !dense_only_applies(true, -1, -1, 512, 128, 1, 0) &&
-              !dense_only_applies(false, -1, -1, 512, 128, 4, 0) &&
-              !dense_only_applies(false, -1, -1, 8640, 144, 1, 20) &&
-              !dense_only_applies(false, -1, -1, 0, 128, 1, 0));
-
+// DEEPWELL_ATTN_DENSE=0 keeps the calls sm90::dense_only_applies admits on the general instance
+// (tests, A/B).
 bool dense_twins_enabled() {
   const char* env = std::getenv("DEEPWELL_ATTN_DENSE");
   return env == nullptr || std::atoi(env) != 0;
@@ -191,8 +176,8 @@ Status plan_call(const Problem& problem, Plan* plan) {
   if (plan->splits == 1) plan->tail = plan_tail(plan->problem, plan->instance, info->sm_count);
   const Problem& q = plan->problem;
   if (plan->instance.dense != nullptr && dense_twins_enabled() &&
-      dense_only_applies(q.varlen, q.window_left, q.window_right, q.seqlen_k,
-                         plan->instance.block_n, plan->splits, plan->tail.tiles)) {
+      sm90::dense_only_applies(q.varlen, q.window_left, q.window_right, q.seqlen_k,
+                               plan->instance.block_n, plan->splits, plan->tail.tiles)) {
     plan->instance.run = plan->instance.dense;
   }
   return Status::Ok();

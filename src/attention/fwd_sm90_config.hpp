@@ -318,10 +318,25 @@ constexpr bool kSplitTail<FwdTileD128Wide> = true;
 // against 4024 and 2632 against 4608 (H200 A/B x cuDNN, one process, plain -> twin: d = 64
 // non-causal 512 0.991 -> 1.034, 1k 1.011 -> 1.045, 2k 1.107 -> 1.130, 4k 1.119 -> 1.130, 8k /
 // 16k within +-0.7 %; d = 128 512 0.996 -> 1.045, 1k 1.008 -> 1.059, 2k 1.020 -> 1.032, 4k 1.025
-// -> 1.034; perf-notes attention item 63). The launcher refuses a plan that breaks the rule
-// (fwd_dispatch.cpp: dense_only_applies).
+// -> 1.034; perf-notes attention item 63). The dispatcher picks a twin by dense_only_applies, and
+// the launcher refuses one planned for a call that breaks it.
 template <class Tile>
 struct DenseOnly : Tile {};
+// Whether a call may run a DenseOnly twin of a tile of block_n keys: fixed lengths, no mask or
+// window, keys a multiple of block_n, no split-KV (splits == 1) and no split tail.
+constexpr bool dense_only_applies(bool varlen, long long window_left, long long window_right,
+                                  long long seqlen_k, int block_n, int splits, int tail_tiles) {
+  return !varlen && window_left < 0 && window_right < 0 && seqlen_k > 0 &&
+         seqlen_k % block_n == 0 && splits == 1 && tail_tiles == 0;
+}
+static_assert(dense_only_applies(false, -1, -1, 512, 128, 1, 0) &&
+              !dense_only_applies(false, -1, -1, 1000, 128, 1, 0) &&
+              !dense_only_applies(false, -1, 0, 512, 128, 1, 0) &&
+              !dense_only_applies(false, 64, -1, 512, 128, 1, 0) &&
+              !dense_only_applies(true, -1, -1, 512, 128, 1, 0) &&
+              !dense_only_applies(false, -1, -1, 512, 128, 4, 0) &&
+              !dense_only_applies(false, -1, -1, 8640, 144, 1, 20) &&
+              !dense_only_applies(false, -1, -1, 0, 128, 1, 0));
 // The tile policy behind a DenseOnly twin, and whether it is one.
 template <class Tile>
 struct UnwrapTile {

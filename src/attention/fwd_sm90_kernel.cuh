@@ -181,8 +181,8 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx, const SplitPlan&
 
   if constexpr (T::kDenseOnly) {
     // The twin has no code for anything else (fwd_sm90_config.hpp, DenseOnly).
-    if (prob.varlen || prob.window_left >= 0 || prob.window_right >= 0 || split.splits > 1 ||
-        split.tail.tiles > 0 || prob.seqlen_k <= 0 || prob.seqlen_k % T::kBlockN != 0) {
+    if (!dense_only_applies(prob.varlen, prob.window_left, prob.window_right, prob.seqlen_k,
+                            T::kBlockN, std::max(1, split.splits), split.tail.tiles)) {
       return Status(StatusCode::kInternal, std::string(kOp) +
                                                ": a dense-only instance planned for a call it "
                                                "does not run");
