@@ -320,8 +320,9 @@ __device__ __forceinline__ void store_tile_source(const EpilogueArgs& e, uint32_
 
 // The epilogue of one tile for math warpgroup `wg` (tile rows wg * 64 .. + 63 from `m0`, columns
 // n0 .. + kBlockN - 1). `tma_d`, `dtile`: the D tensor map and the warpgroup's shared-memory D
-// buffer (StoreTma only).
-template <class Store, int kBlockN, class Out>
+// buffer (StoreTma only). kPlainOnly: the TilesSerialPlain twin, which compiles no activation and
+// no source operand.
+template <class Store, int kBlockN, class Out, bool kPlainOnly>
 __device__ __forceinline__ void epilogue(const EpilogueArgs& e, const void* tma_d,
                                          int32_t activation, float* cols, uint8_t* dtile,
                                          const float (&acc)[kBlockN / 2], int32_t batch,
@@ -332,14 +333,24 @@ __device__ __forceinline__ void epilogue(const EpilogueArgs& e, const void* tma_
   const int32_t row0 = m0 + wg * 64 + wg_row;
   const uint32_t dt = Store::kTma ? smem_u32(dtile) : 0u;
   const uint32_t cols_s = smem_u32(cols);
-  switch (activation) {
+  if constexpr (kPlainOnly) {
+    if (e.scale_n != nullptr || e.bias_n != nullptr) {
+      store_tile<Store, kBlockN, Out, kActNone, false, true>(e, cols_s, acc, batch, row0, n0, lane,
+                                                            dt, wg_row);
+    } else {
+      store_tile<Store, kBlockN, Out, kActNone, false, false>(e, cols_s, acc, batch, row0, n0,
+                                                             lane, dt, wg_row);
+    }
+  } else {
+    switch (activation) {
 #define DW_FP8_STORE(act) store_tile_source<Store, kBlockN, Out, act>(e, cols_s, acc, batch, row0, n0, lane, dt, wg_row)
-    case kActReLU: DW_FP8_STORE(kActReLU); break;
-    case kActGeluErf: DW_FP8_STORE(kActGeluErf); break;
-    case kActGeluTanh: DW_FP8_STORE(kActGeluTanh); break;
-    case kActSiLU: DW_FP8_STORE(kActSiLU); break;
-    default: DW_FP8_STORE(kActNone); break;
+      case kActReLU: DW_FP8_STORE(kActReLU); break;
+      case kActGeluErf: DW_FP8_STORE(kActGeluErf); break;
+      case kActGeluTanh: DW_FP8_STORE(kActGeluTanh); break;
+      case kActSiLU: DW_FP8_STORE(kActSiLU); break;
+      default: DW_FP8_STORE(kActNone); break;
 #undef DW_FP8_STORE
+    }
   }
   if constexpr (Store::kTma) {
     using Box = StoreTma::Box<kBlockN>;

@@ -10,6 +10,11 @@ namespace deepwell::matmul::sm90::fp8 {
 using Config_bf16_kk_bf16_ws_128x192 =
     Fp8Kernel</*B e5m2*/ false, ScaleTensorRow, /*block N*/ 192, /*stages*/ 4, PromoteNone,
               /*cluster M*/ 1, StoreTma, TilesSerial, OutBf16, InBf16>;
+// Its twin for calls with no activation, no source and no split tail (TilesSerialPlain).
+using Plain_bf16_kk_bf16_ws_128x192 =
+    Fp8Kernel</*B e5m2*/ false, ScaleTensorRow, /*block N*/ 192, /*stages*/ 4, PromoteNone,
+              /*cluster M*/ 1, StoreTma, TilesSerialPlain, OutBf16, InBf16>;
 }  // namespace deepwell::matmul::sm90::fp8
 
-DW_SM90_FP8_INSTANCE(bf16_kk_bf16_ws_128x192, Config_bf16_kk_bf16_ws_128x192)
+DW_SM90_FP8_INSTANCE_WITH_PLAIN(bf16_kk_bf16_ws_128x192, Config_bf16_kk_bf16_ws_128x192,
+                                Plain_bf16_kk_bf16_ws_128x192)

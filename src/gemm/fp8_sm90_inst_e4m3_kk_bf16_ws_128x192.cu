@@ -12,6 +12,11 @@ namespace deepwell::matmul::sm90::fp8 {
 using Config_e4m3_kk_bf16_ws_128x192 =
     Fp8Kernel</*B e5m2*/ false, ScaleTensorRow, /*block N*/ 192, /*stages*/ 4, PromoteHalves,
               /*cluster M*/ 1, StoreTma, TilesSerial>;
+// Its twin for calls with no activation, no source and no split tail (TilesSerialPlain).
+using Plain_e4m3_kk_bf16_ws_128x192 =
+    Fp8Kernel</*B e5m2*/ false, ScaleTensorRow, /*block N*/ 192, /*stages*/ 4, PromoteHalves,
+              /*cluster M*/ 1, StoreTma, TilesSerialPlain>;
 }  // namespace deepwell::matmul::sm90::fp8
 
-DW_SM90_FP8_INSTANCE(e4m3_kk_bf16_ws_128x192, Config_e4m3_kk_bf16_ws_128x192)
+DW_SM90_FP8_INSTANCE_WITH_PLAIN(e4m3_kk_bf16_ws_128x192, Config_e4m3_kk_bf16_ws_128x192,
+                                Plain_e4m3_kk_bf16_ws_128x192)

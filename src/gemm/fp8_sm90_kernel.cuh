@@ -23,14 +23,17 @@
 // with tensor / row scales (bf16 or fp16 out) and for e4m3 block scales (bf16 or fp16 out); and
 // 128x160 tiles with 5 stages for e4m3 x e4m3 and e4m3 x e5m2 -> bf16 tensor / row (ragged last
 // waves only). And bf16 / fp16 x @ w.t() (InBf16 / InF16 operands, PromoteNone, 128x256,
-// 3 stages, StoreTma), where choose_plan would run CUTLASS's 128x256 data-parallel.
+// 3 stages, StoreTma), where choose_plan would run CUTLASS's 128x256 data-parallel. The 128x192
+// tensor / row e4m3 -> bf16 instance and the two bf16 ones also compile a TilesSerialPlain twin for
+// calls with no activation, no source and no split tail (DW_SM90_FP8_INSTANCE_WITH_PLAIN).
 // PromoteSerial, PromoteOverlapped, kClusterM = 2, StoreRegisters and TilesOverlapEpilogue passed
 // the GPU tests (forced) but measured slower than, or no faster than, what is compiled
 // (docs/perf-notes.md, "GEMM: deepwell's fp8 main loop", sessions 9, 13 and 37), so no instance
 // uses them.
 //
 // Include only from fp8_sm90_inst_*.cu files; each instantiates one configuration with
-// DW_SM90_FP8_INSTANCE (bottom of this file) as one row of gemm_sm90_table.hpp.
+// DW_SM90_FP8_INSTANCE (or it and its plain twin with DW_SM90_FP8_INSTANCE_WITH_PLAIN; bottom of
+// this file) as one row of gemm_sm90_table.hpp.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
@@ -38,6 +41,7 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <string>
 
 #include "core/cuda_driver.hpp"
@@ -50,6 +54,14 @@
 #include "gemm/sm90_launch.hpp"
 
 namespace deepwell::matmul::sm90::fp8 {
+
+// Whether the instances with a TilesSerialPlain twin (DW_SM90_FP8_INSTANCE_WITH_PLAIN) run it for
+// the calls it admits. DEEPWELL_GEMM_PLAIN=0 keeps them on the general kernel (tests, A/B); read
+// per call, like DEEPWELL_ATTN_DENSE.
+inline bool plain_twins_enabled() {
+  const char* env = std::getenv("DEEPWELL_GEMM_PLAIN");
+  return env == nullptr || std::atoi(env) != 0;
+}
 
 // Everything the kernel reads, filled on the host from a Launch (sm90_launch.hpp).
 struct Params {
@@ -209,7 +221,7 @@ __global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_c
   if (p.scale_a_tensor) e.alpha *= __ldg(p.scale_a_tensor);
   if (p.scale_b_tensor) e.alpha *= __ldg(p.scale_b_tensor);
   auto tile_epilogue = [&](const TileCoord& c, const float (&acc)[K::kAccRegs]) {
-    epilogue<typename K::Store, K::kBlockN, typename K::Out>(
+    epilogue<typename K::Store, K::kBlockN, typename K::Out, K::Tiles::kPlainOnly>(
         e, &p.tma_d, p.activation, sm.cols(warpgroup), sm.d(warpgroup), acc, c.batch,
         c.m_block * K::kBlockM, c.n_block * K::kBlockN, warpgroup, threadIdx.x % 128);
   };
@@ -221,12 +233,14 @@ __global__ void __launch_bounds__(K::kThreads, 1) fp8_gemm_kernel(const __grid_c
     for (int32_t u = sched.first; u < sched.units; u += sched.stride) {
       const WorkUnit w = sched.unit(u);
       mainloop_tile<K>(p, sm, st, w.c, w.kb_begin, w.kb_end, warpgroup, row, lane, acc);
-      if (w.tail >= 0) {
-        if (!w.reduces()) {
-          store_partial<K>(p, w, warpgroup, acc);
-          continue;
+      if constexpr (!K::Tiles::kPlainOnly) {  // (the plain twin runs no split tail)
+        if (w.tail >= 0) {
+          if (!w.reduces()) {
+            store_partial<K>(p, w, warpgroup, acc);
+            continue;
+          }
+          add_partials<K>(p, w, warpgroup, acc);
         }
-        add_partials<K>(p, w, warpgroup, acc);
       }
       tile_epilogue(w.c, acc);
     }
@@ -327,6 +341,13 @@ struct Fp8Launcher {
   }
 
   static size_t workspace(const Launch& l) { return split_tail(l, resident_for(l)).bytes(); }
+
+  // Whether launch `l` is one the TilesSerialPlain twin of this kernel runs: no activation, no
+  // source operand and no split tail (the twin compiles none of them).
+  static bool plain_call(const Launch& l) {
+    return l.activation == kActNone && l.s == nullptr &&
+           split_tail(l, resident_for(l)).tail_tiles == 0;
+  }
 
   // The launch of `grid` CTAs of this kernel: block size, shared memory and, for clusters, the
   // cluster-dimension attribute (kept in *attr, which must outlive the returned config).
@@ -464,6 +485,13 @@ struct Fp8Launcher {
     int grid = static_cast<int>((tiles < clusters ? tiles : clusters) * K::kClusterM);
     if (grid == 0) return Status::Ok();
     const SplitTail tail = split_tail(l, resident);
+    if constexpr (K::Tiles::kPlainOnly) {
+      if (!plain_call(l)) {
+        return Status(StatusCode::kInternal,
+                      "gemm_fp8: a plain-only instance launched for a call with an activation, a "
+                      "source operand or a split tail");
+      }
+    }
     p.tail_tiles = tail.tail_tiles;
     p.splits = tail.splits;
     if (tail.tail_tiles > 0) {
@@ -506,5 +534,25 @@ struct Fp8Launcher {
   static_assert(fp8::Fp8Launcher<fp8::Config>::matches(*find_kernel(#name)),                   \
                 #name ": the instance differs from its row in gemm_sm90_table.hpp");           \
   Status name##_launch(const Launch& l) { return fp8::Fp8Launcher<fp8::Config>::launch(l); }   \
+  size_t name##_workspace(const Launch& l) { return fp8::Fp8Launcher<fp8::Config>::workspace(l); } \
+  }
+
+// DW_SM90_FP8_INSTANCE with a TilesSerialPlain twin `PlainConfig` of `Config` (the same kernel
+// but for its tile schedule), which runs the calls Fp8Launcher::plain_call admits unless
+// DEEPWELL_GEMM_PLAIN=0 (tests, A/B). Both report the table's row `name`.
+#define DW_SM90_FP8_INSTANCE_WITH_PLAIN(name, Config, PlainConfig)                              \
+  namespace deepwell::matmul::sm90 {                                                           \
+  static_assert(find_kernel(#name) != nullptr, "no row " #name " in gemm_sm90_table.hpp");     \
+  static_assert(fp8::Fp8Launcher<fp8::Config>::matches(*find_kernel(#name)) &&                 \
+                    fp8::Fp8Launcher<fp8::PlainConfig>::matches(*find_kernel(#name)),          \
+                #name ": the instance differs from its row in gemm_sm90_table.hpp");           \
+  static_assert(!fp8::Config::Tiles::kPlainOnly && fp8::PlainConfig::Tiles::kPlainOnly,        \
+                #name ": PlainConfig must be Config's TilesSerialPlain twin");                 \
+  Status name##_launch(const Launch& l) {                                                      \
+    if (fp8::plain_twins_enabled() && fp8::Fp8Launcher<fp8::Config>::plain_call(l)) {          \
+      return fp8::Fp8Launcher<fp8::PlainConfig>::launch(l);                                    \
+    }                                                                                          \
+    return fp8::Fp8Launcher<fp8::Config>::launch(l);                                           \
+  }                                                                                            \
   size_t name##_workspace(const Launch& l) { return fp8::Fp8Launcher<fp8::Config>::workspace(l); } \
   }

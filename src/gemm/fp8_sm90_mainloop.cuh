@@ -84,6 +84,18 @@ struct PromoteNone {
 // so the tensor cores idle while they run the epilogue.
 struct TilesSerial {
   static constexpr bool kOverlapEpilogue = false;
+  static constexpr bool kPlainOnly = false;
+};
+// TilesSerial compiled for plain calls only: no activation, no source operand (beta = 0) and no
+// split tail; column scales and bias vectors are kept. The general kernel compiles twenty
+// epilogue store variants (five activations x source x column vectors): 51760 SASS instructions
+// for the 128x192 block kernel, 2832 for this twin, which a call with nothing of the kind runs
+// (Fp8Launcher::plain_call; H200, session 55: bf16 1536x4096x4096 +2.7 %, tensor / row
+// 8192x8192x2048 +2.2 / +3.4 %, the large shapes within noise; perf-notes GEMM item 64). Code that
+// never runs costs: the attention forward's DenseOnly twins (attention item 63) found the same.
+struct TilesSerialPlain {
+  static constexpr bool kOverlapEpilogue = false;
+  static constexpr bool kPlainOnly = true;
 };
 // The next tile's first k-block of wgmmas is issued before the finished tile's epilogue, which
 // then runs while the tensor cores work on it (into the temporary accumulator, which the
@@ -91,6 +103,7 @@ struct TilesSerial {
 // 128 x 192 per CTA on an H100) of each epilogue.
 struct TilesOverlapEpilogue {
   static constexpr bool kOverlapEpilogue = true;
+  static constexpr bool kPlainOnly = false;
 };
 
 // ---------------------------------------------------------------------------- input policies

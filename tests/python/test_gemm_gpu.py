@@ -1218,6 +1218,89 @@ def test_fp8_split_tail_is_deterministic(spec, gran):
     assert rel_l2(first, ad @ bd) <= 1e-2
 
 
+def own_kernel_names(fn):
+    """The names of the own fp8-pipeline GEMM kernels `fn` launches, from torch's profiler (empty
+    where the profiler sees no CUDA kernels)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if "fp8_gemm_kernel" in e.name]
+
+
+@pytest.mark.parametrize("spec,gran", [("e4m3_kk_bf16_ws_128x192", "tensor"),
+                                       ("e4m3_kk_bf16_ws_128x192", "row"),
+                                       ("bf16_kk_bf16_ws_128x192", None),
+                                       ("bf16_kk_bf16_ws_128x256", None)])
+def test_plain_twin(spec, gran, monkeypatch):
+    """The instances with a plain twin (TilesSerialPlain, fp8_sm90_mainloop.cuh) run it for calls
+    with no activation, no source and no split tail, bias vectors included: checked against the
+    float64 reference and bitwise equal to the general kernel (DEEPWELL_GEMM_PLAIN=0: the same
+    arithmetic with less code). A call with an activation, a source operand or a split tail runs
+    the general kernel. Odd M and N: partial last tiles both ways."""
+    from deepwell import _C
+
+    m, n, k = 1000, 1096, 1040
+    if gran is None:
+        a, b = randn((m, k), torch.bfloat16), randn((n, k), torch.bfloat16).t()
+        ad, bd = a.double(), b.double()
+        gemm = lambda **kw: deepwell.gemm(a, b, **kw)
+    else:
+        a, b = fp8((m, k), E4M3), fp8((k, n), E4M3, k_major_b=True)
+        sa, sb = scales_for(gran, m, n, k)
+        ad, bd = decoded(a, b, sa, sb, gran)
+        gemm = lambda **kw: deepwell.gemm_fp8(a, b, sa, sb, granularity=gran, **kw)
+    bias = randn((n,), torch.bfloat16)
+    c = randn((m, n), torch.bfloat16)
+
+    def run(**kw):
+        out = nan_out((m, n), torch.bfloat16)
+        gemm(out=out, **kw)
+        return out
+
+    try:
+        _C.set_gemm_plan_override(f"{spec},dp")
+        for kw in ({}, {"bias": bias}):
+            out = run(**kw)
+            ref = ad @ bd + (bias.double() if kw else 0)
+            assert rel_l2(out, ref) <= 1e-2, kw
+            monkeypatch.setenv("DEEPWELL_GEMM_PLAIN", "0")
+            general = run(**kw)
+            monkeypatch.delenv("DEEPWELL_GEMM_PLAIN")
+            assert torch.equal(out, general), f"the plain twin differs from the general kernel {kw}"
+            names = own_kernel_names(lambda: run(**kw))
+            if names:  # the profiler sees kernels
+                assert all("TilesSerialPlain" in x for x in names), names
+        for kw in ({"activation": "relu"}, {"c": c, "beta": 0.5}):
+            out = run(**kw)
+            ref = reference(ad, bd, c=kw.get("c"), beta=kw.get("beta", 0.0),
+                            activation=kw.get("activation", "none"))
+            assert rel_l2(out, ref) <= 1e-2, kw
+            names = own_kernel_names(lambda: run(**kw))
+            assert not any("TilesSerialPlain" in x for x in names), (kw, names)
+        # 1000 x 4104: 8 x 22 tiles of 128 x 192 (44 past the first round of 132), 8 x 17 of
+        # 128 x 256 (4 past it): a split tail, which the twin does not compile.
+        n2 = 4104
+        if gran is None:
+            b2 = randn((n2, k), torch.bfloat16).t()
+            tail = lambda out: deepwell.gemm(a, b2, out=out)
+            ref2 = ad @ b2.double()
+        else:
+            b2 = fp8((k, n2), E4M3, k_major_b=True)
+            sa2, sb2 = scales_for(gran, m, n2, k)
+            tail = lambda out: deepwell.gemm_fp8(a, b2, sa2, sb2, granularity=gran, out=out)
+            ref2 = torch.matmul(*decoded(a, b2, sa2, sb2, gran))
+        _C.set_gemm_plan_override(f"{spec},tail,8")
+        out2 = nan_out((m, n2), torch.bfloat16)
+        tail(out2)
+        assert rel_l2(out2, ref2) <= 1e-2
+        names = own_kernel_names(lambda: tail(nan_out((m, n2), torch.bfloat16)))
+        if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+            assert not any("TilesSerialPlain" in x for x in names), names
+    finally:
+        _C.set_gemm_plan_override("")
+
+
 # ------------------------------------------------------- gemm_fp8's torch fast path (deepwell._torch)
 
 
