@@ -1250,7 +1250,7 @@ def test_plain_twin(spec, gran, monkeypatch):
         sa, sb = scales_for(gran, m, n, k)
         ad, bd = decoded(a, b, sa, sb, gran)
         gemm = lambda **kw: deepwell.gemm_fp8(a, b, sa, sb, granularity=gran, **kw)
-    bias = randn((n,), torch.bfloat16)
+    bias = torch.randn(n, device=DEV).to(torch.bfloat16)
     c = randn((m, n), torch.bfloat16)
 
     def run(**kw):
