@@ -9,6 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import deepwell  # noqa: E402
 from attention_oracle import dense, rel_l2, varlen  # noqa: E402
+from kernel_names import kernel_names  # noqa: E402
 from torch_ext_check import assert_errors_match, torch_ext_op  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -438,13 +439,9 @@ def test_split_kv_varlen_and_empty_rows(monkeypatch, seed):
 
 
 def attention_kernel_names(fn):
-    """The names of the attention forward kernels `fn` launches, from torch's profiler (empty
-    where the profiler sees no CUDA kernels)."""
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return [e.name for e in prof.events() if "attention_fwd_kernel" in e.name]
+    """The names of the attention forward kernels `fn` launches (empty where the profiler sees no
+    CUDA kernels)."""
+    return kernel_names(fn, "attention_fwd_kernel")
 
 
 DENSE_SHAPES = [  # (B, Sq, Sk, Hq, Hkv, D): no mask, keys a multiple of the 128-key tile

@@ -11,6 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import deepwell  # noqa: E402
+from kernel_names import kernel_names  # noqa: E402
 from torch_ext_check import assert_errors_match, torch_ext_op  # noqa: E402
 
 
@@ -1219,13 +1220,9 @@ def test_fp8_split_tail_is_deterministic(spec, gran):
 
 
 def own_kernel_names(fn):
-    """The names of the own fp8-pipeline GEMM kernels `fn` launches, from torch's profiler (empty
-    where the profiler sees no CUDA kernels)."""
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return [e.name for e in prof.events() if "fp8_gemm_kernel" in e.name]
+    """The names of the own fp8-pipeline GEMM kernels `fn` launches (empty where the profiler
+    sees no CUDA kernels)."""
+    return kernel_names(fn, "fp8_gemm_kernel")
 
 
 @pytest.mark.parametrize("spec,gran", [("e4m3_kk_bf16_ws_128x192", "tensor"),
