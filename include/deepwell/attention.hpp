@@ -45,7 +45,9 @@ DEEPWELL_API Status attention_forward(const AttentionForwardArgs& args, const Co
 // tiles partly idle split only that round's tiles (a split tail, merged inside the kernel) and
 // need scratch too. Without it (or with a smaller workspace) the call runs unsplit: the same
 // results within rounding, slower. DEEPWELL_ATTN_SPLITS=<n> forces n ranges,
-// DEEPWELL_ATTN_TAIL_SPLITS=<n> n tail ranges (0: no tail).
+// DEEPWELL_ATTN_TAIL_SPLITS=<n> n tail ranges (0: no tail). Unsplit calls at head dims up to 128
+// below 8k keys with fixed lengths, no mask or window and keys a multiple of 128 run twins of their
+// kernels compiled for such calls only (the same bits); DEEPWELL_ATTN_DENSE=0 turns that off.
 DEEPWELL_API Status attention_forward_workspace_size(const AttentionForwardArgs& args,
                                                      size_t* bytes);
 

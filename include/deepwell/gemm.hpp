@@ -34,7 +34,9 @@ struct GemmArgs {
 // which take bf16 or f16 a and b, a d of a's dtype or f32 (or f16 for bf16 a and b), and c,
 // residual and bias of d's dtype; every operand with one unit stride, the other stride a multiple
 // of 16 bytes, 16-byte aligned pointers and batch strides (bias: contiguous, aligned). K must be
-// at least 1 on CUDA.
+// at least 1 on CUDA. Calls with no activation, no c and no residual that plan one of deepwell's
+// own bf16 or fp8 tensor / row kernels without a split tail (here and in gemm_fp8) run a twin of it
+// compiled for such calls only (the same bits); DEEPWELL_GEMM_PLAIN=0 turns that off.
 DEEPWELL_API Status gemm(const GemmArgs& args, const Context& ctx = {});
 
 // Scratch bytes gemm() can use for these arguments (0 for CPU tensors). Passing at least this much
