@@ -86,13 +86,14 @@ struct TilesSerial {
   static constexpr bool kOverlapEpilogue = false;
   static constexpr bool kPlainOnly = false;
 };
-// TilesSerial compiled for plain calls only: no activation, no source operand (beta = 0) and no
-// split tail; column scales and bias vectors are kept. The general kernel compiles twenty
-// epilogue store variants (five activations x source x column vectors): 51760 SASS instructions
-// for the 128x192 block kernel, 2832 for this twin, which a call with nothing of the kind runs
-// (Fp8Launcher::plain_call; H200, session 55: bf16 1536x4096x4096 +2.7 %, tensor / row
-// 8192x8192x2048 +2.2 / +3.4 %, the large shapes within noise; perf-notes GEMM item 64). Code that
-// never runs costs: the attention forward's DenseOnly twins (attention item 63) found the same.
+// TilesSerial compiled for plain calls only: no activation, no source operand (no c, no
+// residual) and no split tail; row / column scales and bias vectors are kept. The general kernel
+// compiles twenty epilogue store variants (five activations x source x column vectors) and the
+// split tail: 51648 SASS instructions for the e4m3 tensor / row 128x192 kernel, 2632 for its
+// twin, which the host picks for such calls (Fp8Launcher::plain_call). Same bits; H200, session
+// 55: bf16 1024x6144x4096 +3.6 %, row 8192x8192x2048 +2.8 %, the large shapes within noise
+// (perf-notes "GEMM", session 55). Code that never runs costs: the attention forward's DenseOnly
+// twins found the same (attention item 63).
 struct TilesSerialPlain {
   static constexpr bool kOverlapEpilogue = false;
   static constexpr bool kPlainOnly = true;
