@@ -293,28 +293,31 @@ __device__ __forceinline__ void store_tile(const EpilogueArgs& e, uint32_t cols,
   }
 }
 
-template <class Store, int kBlockN, class Out, int32_t kAct>
+// kMaySource = false compiles no source operand (the TilesSerialPlain twin).
+template <class Store, int kBlockN, class Out, int32_t kAct, bool kMaySource = true>
 __device__ __forceinline__ void store_tile_source(const EpilogueArgs& e, uint32_t cols,
                                                   const float (&acc)[kBlockN / 2], int32_t batch,
                                                   int32_t row0, int32_t n0, int lane,
                                                   uint32_t dtile, int wg_row) {
   const bool has_cols = e.scale_n != nullptr || e.bias_n != nullptr;
-  if (e.s) {
-    if (has_cols) {
-      store_tile<Store, kBlockN, Out, kAct, true, true>(e, cols, acc, batch, row0, n0, lane, dtile,
-                                                        wg_row);
-    } else {
-      store_tile<Store, kBlockN, Out, kAct, true, false>(e, cols, acc, batch, row0, n0, lane,
-                                                         dtile, wg_row);
-    }
-  } else {
-    if (has_cols) {
-      store_tile<Store, kBlockN, Out, kAct, false, true>(e, cols, acc, batch, row0, n0, lane,
-                                                         dtile, wg_row);
-    } else {
-      store_tile<Store, kBlockN, Out, kAct, false, false>(e, cols, acc, batch, row0, n0, lane,
+  if constexpr (kMaySource) {
+    if (e.s) {
+      if (has_cols) {
+        store_tile<Store, kBlockN, Out, kAct, true, true>(e, cols, acc, batch, row0, n0, lane,
                                                           dtile, wg_row);
+      } else {
+        store_tile<Store, kBlockN, Out, kAct, true, false>(e, cols, acc, batch, row0, n0, lane,
+                                                           dtile, wg_row);
+      }
+      return;
     }
+  }
+  if (has_cols) {
+    store_tile<Store, kBlockN, Out, kAct, false, true>(e, cols, acc, batch, row0, n0, lane, dtile,
+                                                       wg_row);
+  } else {
+    store_tile<Store, kBlockN, Out, kAct, false, false>(e, cols, acc, batch, row0, n0, lane, dtile,
+                                                        wg_row);
   }
 }
 
@@ -334,13 +337,8 @@ __device__ __forceinline__ void epilogue(const EpilogueArgs& e, const void* tma_
   const uint32_t dt = Store::kTma ? smem_u32(dtile) : 0u;
   const uint32_t cols_s = smem_u32(cols);
   if constexpr (kPlainOnly) {
-    if (e.scale_n != nullptr || e.bias_n != nullptr) {
-      store_tile<Store, kBlockN, Out, kActNone, false, true>(e, cols_s, acc, batch, row0, n0, lane,
-                                                            dt, wg_row);
-    } else {
-      store_tile<Store, kBlockN, Out, kActNone, false, false>(e, cols_s, acc, batch, row0, n0,
-                                                             lane, dt, wg_row);
-    }
+    store_tile_source<Store, kBlockN, Out, kActNone, /*may source*/ false>(
+        e, cols_s, acc, batch, row0, n0, lane, dt, wg_row);
   } else {
     switch (activation) {
 #define DW_FP8_STORE(act) store_tile_source<Store, kBlockN, Out, act>(e, cols_s, acc, batch, row0, n0, lane, dt, wg_row)

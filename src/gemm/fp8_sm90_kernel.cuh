@@ -342,12 +342,12 @@ struct Fp8Launcher {
 
   static size_t workspace(const Launch& l) { return split_tail(l, resident_for(l)).bytes(); }
 
-  // Whether launch `l` is one the TilesSerialPlain twin of this kernel runs: no activation, no
-  // source operand and no split tail (the twin compiles none of them).
-  static bool plain_call(const Launch& l) {
-    return l.activation == kActNone && l.s == nullptr &&
-           split_tail(l, resident_for(l)).tail_tiles == 0;
+  // Whether launch `l`, whose split tail is `tail`, is one the TilesSerialPlain twin of this kernel
+  // runs: no activation, no source operand and no split tail (the twin compiles none of them).
+  static bool plain_call(const Launch& l, const SplitTail& tail) {
+    return l.activation == kActNone && l.s == nullptr && tail.tail_tiles == 0;
   }
+  static bool plain_call(const Launch& l) { return plain_call(l, split_tail(l, resident_for(l))); }
 
   // The launch of `grid` CTAs of this kernel: block size, shared memory and, for clusters, the
   // cluster-dimension attribute (kept in *attr, which must outlive the returned config).
@@ -486,7 +486,7 @@ struct Fp8Launcher {
     if (grid == 0) return Status::Ok();
     const SplitTail tail = split_tail(l, resident);
     if constexpr (K::Tiles::kPlainOnly) {
-      if (!plain_call(l)) {
+      if (!plain_call(l, tail)) {
         return Status(StatusCode::kInternal,
                       "gemm_fp8: a plain-only instance launched for a call with an activation, a "
                       "source operand or a split tail");
