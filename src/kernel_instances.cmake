@@ -34,6 +34,12 @@ set(DEEPWELL_CUDA_SOURCES
   src/attention/fwd_sm90_inst_f16_d128_dense.cu
   src/attention/fwd_sm90_inst_bf16_d128_long_dense.cu
   src/attention/fwd_sm90_inst_f16_d128_long_dense.cu
+  src/attention/fwd_sm90_inst_bf16_d128_fixed.cu
+  src/attention/fwd_sm90_inst_f16_d128_fixed.cu
+  src/attention/fwd_sm90_inst_bf16_d128_long_fixed.cu
+  src/attention/fwd_sm90_inst_f16_d128_long_fixed.cu
+  src/attention/fwd_sm90_inst_bf16_d256_fixed.cu
+  src/attention/fwd_sm90_inst_f16_d256_fixed.cu
 
   # gemm, sm_90a (src/gemm/sm90_gemm.cuh): one file per row of src/gemm/gemm_sm90_table.hpp
   src/gemm/dispatch_cuda.cpp

@@ -48,6 +48,9 @@ DEEPWELL_API Status attention_forward(const AttentionForwardArgs& args, const Co
 // DEEPWELL_ATTN_TAIL_SPLITS=<n> n tail ranges (0: no tail). Unsplit calls at head dims up to 128
 // below 8k keys with fixed lengths, no mask or window and keys a multiple of 128 run twins of their
 // kernels compiled for such calls only (the same bits); DEEPWELL_ATTN_DENSE=0 turns that off.
+// Other unsplit fixed-length calls at head dims above 64 (masks, windows; a right-bounded mask
+// only where the last query tile's idle rows are fewer than a key tile) likewise run twins
+// compiled without the variable-length and split code; DEEPWELL_ATTN_FIXED=0 turns those off.
 DEEPWELL_API Status attention_forward_workspace_size(const AttentionForwardArgs& args,
                                                      size_t* bytes);
 

@@ -24,17 +24,25 @@ struct Instance {
   int block_m = 0, block_n = 0, ctas_per_sm = 1;
   bool split_tail = false;  // compiled with the split tail (sm90::kSplitTail)
   RunFn dense = nullptr;    // the tile's DenseOnly twin, if compiled (dense_only_applies)
+  RunFn fixed = nullptr;    // the tile's FixedLength twin, if compiled (fixed_length_applies)
 };
 
 template <class Tile>
-Instance instance(RunFn run, RunFn dense = nullptr) {
-  return {run, Tile::kBlockM, Tile::kBlockN, Tile::kCtasPerSm, sm90::kSplitTail<Tile>, dense};
+Instance instance(RunFn run, RunFn dense = nullptr, RunFn fixed = nullptr) {
+  return {run,   Tile::kBlockM, Tile::kBlockN, Tile::kCtasPerSm, sm90::kSplitTail<Tile>,
+          dense, fixed};
 }
 
 // DEEPWELL_ATTN_DENSE=0 keeps the calls sm90::dense_only_applies admits on the general instance
 // (tests, A/B).
 bool dense_twins_enabled() {
   const char* env = std::getenv("DEEPWELL_ATTN_DENSE");
+  return env == nullptr || std::atoi(env) != 0;
+}
+
+// DEEPWELL_ATTN_FIXED=0 likewise keeps fixed-length masked calls on the general instance.
+bool fixed_twins_enabled() {
+  const char* env = std::getenv("DEEPWELL_ATTN_FIXED");
   return env == nullptr || std::atoi(env) != 0;
 }
 
@@ -70,15 +78,18 @@ Instance choose_instance(const Problem& p) {
       }
       if (!use_pingpong(128, p.seqlen_k)) {
         return instance<FwdTileD128Long>(bf16 ? fwd_bf16_d128_long : fwd_f16_d128_long,
-                                         bf16 ? fwd_bf16_d128_long_dense : fwd_f16_d128_long_dense);
+                                         bf16 ? fwd_bf16_d128_long_dense : fwd_f16_d128_long_dense,
+                                         bf16 ? fwd_bf16_d128_long_fixed : fwd_f16_d128_long_fixed);
       }
       return instance<FwdTile<128>>(bf16 ? fwd_bf16_d128 : fwd_f16_d128,
-                                    bf16 ? fwd_bf16_d128_dense : fwd_f16_d128_dense);
+                                    bf16 ? fwd_bf16_d128_dense : fwd_f16_d128_dense,
+                                    bf16 ? fwd_bf16_d128_fixed : fwd_f16_d128_fixed);
     case 256:
       if (p.seqlen_q <= kShortQueryTileMaxSeqlenQ) {
         return instance<FwdTileD256Short>(bf16 ? fwd_bf16_d256_short : fwd_f16_d256_short);
       }
-      return instance<FwdTile<256>>(bf16 ? fwd_bf16_d256 : fwd_f16_d256);
+      return instance<FwdTile<256>>(bf16 ? fwd_bf16_d256 : fwd_f16_d256, nullptr,
+                                    bf16 ? fwd_bf16_d256_fixed : fwd_f16_d256_fixed);
     default: return {};
   }
 }
@@ -179,6 +190,11 @@ Status plan_call(const Problem& problem, Plan* plan) {
       sm90::dense_only_applies(q.varlen, q.window_left, q.window_right, q.seqlen_k,
                                plan->instance.block_n, plan->splits, plan->tail.tiles)) {
     plan->instance.run = plan->instance.dense;
+  } else if (plan->instance.fixed != nullptr && fixed_twins_enabled() &&
+             sm90::fixed_length_applies(q.varlen, q.window_right, q.seqlen_q,
+                                        plan->instance.block_m, plan->instance.block_n,
+                                        plan->splits, plan->tail.tiles)) {
+    plan->instance.run = plan->instance.fixed;
   }
   return Status::Ok();
 }

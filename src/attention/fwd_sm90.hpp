@@ -37,5 +37,13 @@ Status fwd_bf16_d128_dense(const Problem& p, const Context& ctx, const SplitPlan
 Status fwd_f16_d128_dense(const Problem& p, const Context& ctx, const SplitPlan& split);
 Status fwd_bf16_d128_long_dense(const Problem& p, const Context& ctx, const SplitPlan& split);
 Status fwd_f16_d128_long_dense(const Problem& p, const Context& ctx, const SplitPlan& split);
+// Fixed-length calls with a mask or window (FixedLength twins of fwd_*_d128, fwd_*_d128_long,
+// fwd_*_d256).
+Status fwd_bf16_d128_fixed(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_f16_d128_fixed(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_bf16_d128_long_fixed(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_f16_d128_long_fixed(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_bf16_d256_fixed(const Problem& p, const Context& ctx, const SplitPlan& split);
+Status fwd_f16_d256_fixed(const Problem& p, const Context& ctx, const SplitPlan& split);
 
 }  // namespace deepwell::attention::sm90

@@ -337,16 +337,60 @@ static_assert(dense_only_applies(false, -1, -1, 512, 128, 1, 0) &&
               !dense_only_applies(false, -1, -1, 512, 128, 4, 0) &&
               !dense_only_applies(false, -1, -1, 8640, 144, 1, 20) &&
               !dense_only_applies(false, -1, -1, 0, 128, 1, 0));
-// The tile policy behind a DenseOnly twin, and whether it is one.
+
+// Fixed-length calls that the DenseOnly twins do not take (a causal mask above all, a window, keys
+// not a multiple of the key tile, any d = 256 call) run FixedLength twins of FwdTile<128>,
+// FwdTileD128Long and FwdTile<256>: the same tile and policies, masks, windows and empty tiles
+// kept, compiled without the variable-length, split-KV, split-tail, by-row store and shifted-tile
+// (SeqInfo::q_pad) code. Measured (H200 A/B x cuDNN, one process, general kernel -> such a twin;
+// perf-notes attention item 64): causal d = 128 512 / 1k / 2k 1.005 / 1.061 / 1.109 -> 1.020 /
+// 1.070 / 1.110, 4k / 8k / 16k 1.120 / 1.112 / 1.121 -> 1.126 / 1.121 / 1.131; causal d = 256
+// 512 / 1k / 2k / 4k 1.015 / 1.105 / 1.158 / 1.229 -> 1.037 / 1.124 / 1.183 / 1.242, non-causal
+// 512 / 2k / 16k 1.082 / 1.137 / 1.158 -> 1.091 / 1.147 / 1.155; d = 64 nothing past 512, so it
+// has none. Dense d = 64 / d = 128 calls keep their DenseOnly twins, which leave out the masks too
+// and gain more. The dispatcher picks a twin by fixed_length_applies, and the launcher refuses one
+// planned for a call that breaks it.
+template <class Tile>
+struct FixedLength : Tile {};
+// The rows a right-bounded mask shifts into the first tile (SeqInfo::q_pad, fwd_sm90_scheduler.cuh).
+constexpr long long shifted_rows(long long seqlen_q, int block_m, int block_n) {
+  const long long idle = (block_m - seqlen_q % block_m) % block_m;
+  return idle - idle % block_n;
+}
+// Whether a call may run a FixedLength twin of a block_m x block_n tile: fixed lengths, no
+// split-KV (splits == 1), no split tail, and no shifted rows under a right-bounded mask.
+constexpr bool fixed_length_applies(bool varlen, long long window_right, long long seqlen_q,
+                                    int block_m, int block_n, int splits, int tail_tiles) {
+  return !varlen && splits == 1 && tail_tiles == 0 &&
+         (window_right < 0 || shifted_rows(seqlen_q, block_m, block_n) == 0);
+}
+static_assert(fixed_length_applies(false, 0, 1000, 128, 128, 1, 0) &&
+              fixed_length_applies(false, 0, 1000, 128, 64, 1, 0) &&    // 24 idle rows
+              !fixed_length_applies(false, 0, 900, 128, 64, 1, 0) &&    // 124 idle: 64 shifted
+              fixed_length_applies(false, -1, 900, 128, 64, 1, 0) &&    // no right bound, no shift
+              !fixed_length_applies(true, 0, 1024, 128, 128, 1, 0) &&
+              !fixed_length_applies(false, 0, 1024, 128, 128, 3, 0) &&
+              !fixed_length_applies(false, -1, 8192, 128, 144, 1, 20));
+
+// The tile policy behind a twin, and what the twin leaves out: DenseOnly everything a dense call
+// never runs; FixedLength (and DenseOnly) the variable-length, split and shifted-tile code.
 template <class Tile>
 struct UnwrapTile {
   using type = Tile;
   static constexpr bool kDenseOnly = false;
+  static constexpr bool kFixedLength = false;
 };
 template <class Tile>
 struct UnwrapTile<DenseOnly<Tile>> {
   using type = Tile;
   static constexpr bool kDenseOnly = true;
+  static constexpr bool kFixedLength = true;
+};
+template <class Tile>
+struct UnwrapTile<FixedLength<Tile>> {
+  using type = Tile;
+  static constexpr bool kDenseOnly = false;
+  static constexpr bool kFixedLength = true;
 };
 
 // The bucket a head dimension runs on (0: not supported on CUDA).

@@ -67,9 +67,10 @@ struct Epilogue {
     const int row0 = tile_row0<kBlockM>(seq, tc.m_block);
     const int row_limit = tile_row_end<kBlockM>(seq, tc.m_block) - row0;
     // The TMA clips only at the end of the sequence: a tile whose last rows belong to the next
-    // tile (the first one under q_pad) stores by row like varlen. Dense calls always use the TMA.
+    // tile (the first one under q_pad) stores by row like varlen. Fixed-length twins (no varlen,
+    // no q_pad) always use the TMA.
     const bool tma =
-        Params::kDenseOnly ||
+        Params::kFixedLength ||
         (p.cu_seqlens_q == nullptr && (row_limit >= kBlockM || row0 + row_limit == seq.seqlen_q));
 
     Element* o_buffer = ss.o.data();
@@ -119,7 +120,7 @@ struct Epilogue {
           copy(p.tma_o, get<1>(part), get<0>(part));  // (gmem, smem) partitions
           tma_store_arrive();
         }
-      } else if constexpr (!Params::kDenseOnly) {
+      } else if constexpr (!Params::kFixedLength) {
         named_barrier_sync(kFirstBarrier + wg, 128);
         // Shared memory -> global, this warpgroup's 64 rows, 16-byte coalesced stores.
         constexpr int kPassChunks = T::kOCols / 8;

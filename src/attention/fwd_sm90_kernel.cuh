@@ -188,6 +188,15 @@ Status launch_fwd_sm90(const Problem& prob, const Context& ctx, const SplitPlan&
                                                "does not run");
     }
   }
+  if constexpr (T::kFixedLength && !T::kDenseOnly) {
+    // The twin has no varlen, split or shifted-tile code (fwd_sm90_config.hpp, FixedLength).
+    if (!fixed_length_applies(prob.varlen, prob.window_right, prob.seqlen_q, T::kBlockM,
+                              T::kBlockN, std::max(1, split.splits), split.tail.tiles)) {
+      return Status(StatusCode::kInternal, std::string(kOp) +
+                                               ": a fixed-length instance planned for a call it "
+                                               "does not run");
+    }
+  }
   FwdParams<T> p;
   const bool varlen = prob.varlen;
   const int d = static_cast<int>(prob.head_dim);

@@ -48,7 +48,7 @@ __device__ __forceinline__ TileCoord tile_coord(Params const& p, int tile) {
     split = p.tail_splits - 1 - rel % p.tail_splits;
     splits = p.tail_splits;
     tile = p.tail_first + tail;
-  } else if (!Params::kDenseOnly && p.num_splits > 1) {
+  } else if (!Params::kFixedLength && p.num_splits > 1) {
     split = tile % p.num_splits;
     tile /= p.num_splits;
   }
@@ -90,14 +90,14 @@ struct SeqInfo {
 template <int kBlockM, int kBlockN, class Params>
 __device__ __forceinline__ SeqInfo seq_info(Params const& p, int batch) {
   SeqInfo s{0, p.seqlen_q, 0, p.seqlen_k, 0};
-  if (!Params::kDenseOnly && p.cu_seqlens_q != nullptr) {
+  if (!Params::kFixedLength && p.cu_seqlens_q != nullptr) {
     const int q0 = min(max(p.cu_seqlens_q[batch], 0), p.total_q);
     const int q1 = min(max(p.cu_seqlens_q[batch + 1], q0), p.total_q);
     const int k0 = min(max(p.cu_seqlens_k[batch], 0), p.total_k);
     const int k1 = min(max(p.cu_seqlens_k[batch + 1], k0), p.total_k);
     s = {q0, q1 - q0, k0, k1 - k0, 0};
   }
-  if (!Params::kDenseOnly && p.pad_front) {
+  if (!Params::kFixedLength && p.pad_front) {
     const int idle = (kBlockM - s.seqlen_q % kBlockM) % kBlockM;  // rows past the end
     s.q_pad = idle - idle % kBlockN;
   }
@@ -132,7 +132,7 @@ __device__ __forceinline__ void key_block_range(Params const& p, SeqInfo const& 
   }
   *lo = key_lo / kBlockN;
   *hi = key_hi <= key_lo ? *lo : (key_hi + kBlockN - 1) / kBlockN;
-  if (!Params::kDenseOnly && tc.splits > 1) {
+  if (!Params::kFixedLength && tc.splits > 1) {
     const int per_split = (*hi - *lo + tc.splits - 1) / tc.splits;
     *lo += tc.split * per_split;
     *hi = min(*hi, *lo + per_split);

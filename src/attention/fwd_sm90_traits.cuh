@@ -20,12 +20,15 @@ namespace deepwell::attention::sm90 {
 
 using namespace cute;
 
-// TileArg: a TilePolicy (fwd_sm90_config.hpp), or its DenseOnly twin.
+// TileArg: a TilePolicy (fwd_sm90_config.hpp), or its DenseOnly or FixedLength twin.
 template <class Element_, int kHeadDim_, class TileArg = FwdTile<kHeadDim_>>
 struct FwdTraits {
   using Tile = typename UnwrapTile<TileArg>::type;
   // Compiled for dense calls only: no varlen, mask, window, split-KV, tail or by-row store code.
   static constexpr bool kDenseOnly = UnwrapTile<TileArg>::kDenseOnly;
+  // Compiled for fixed-length calls only (FixedLength or DenseOnly): no varlen, split-KV, tail,
+  // by-row store or shifted-tile code.
+  static constexpr bool kFixedLength = UnwrapTile<TileArg>::kFixedLength;
   using Element = Element_;  // cutlass::bfloat16_t or cutlass::half_t
   using Accum = float;
   static constexpr int kHeadDim = kHeadDim_;
@@ -39,7 +42,7 @@ struct FwdTraits {
   static constexpr bool kLateVWait = sm90::kLateVWait<Tile>;
   static constexpr bool kRescaleBeforePV = sm90::kRescaleBeforePV<Tile>;
   static constexpr bool kPinPvWait = sm90::kPinPvWait<Tile>;
-  static constexpr bool kSplitTail = !kDenseOnly && sm90::kSplitTail<Tile>;
+  static constexpr bool kSplitTail = !kFixedLength && sm90::kSplitTail<Tile>;
 
   // One producer warpgroup (TMA) plus one consumer warpgroup per 64 query rows.
   static constexpr int kNumMmaWarpGroups = kBlockM / 64;
@@ -170,6 +173,7 @@ template <class Traits>
 struct FwdParams {
   static constexpr bool kSplitTail = Traits::kSplitTail;  // the tail's code compiled in
   static constexpr bool kDenseOnly = Traits::kDenseOnly;  // dense calls only (DenseOnly)
+  static constexpr bool kFixedLength = Traits::kFixedLength;  // fixed lengths only (also DenseOnly)
   typename Traits::TmaQ tma_q;
   typename Traits::TmaKV tma_k, tma_v;
   typename Traits::TmaO tma_o;  // unused for varlen (cu_seqlens_q set)

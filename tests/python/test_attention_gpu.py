@@ -515,6 +515,85 @@ def test_dense_twin_not_for_ragged_keys(monkeypatch, seed):
     assert not any("DenseOnly" in n for n in names), names
 
 
+FIXED_CASES = [  # (B, Sq, Sk, Hq, Hkv, D, mask): fixed lengths the DenseOnly twins do not take
+    (2, 700, 700, 4, 2, 128, {"causal": True}),           # d = 128's tile, a partial m-block
+    (1, 1000, 1500, 2, 2, 128, {"window": (200, 0)}),     # a sliding window, Sq != Sk
+    (1, 300, 1000, 3, 3, 128, {}),                        # no mask, keys not a multiple of 128
+    (1, 1500, 2500, 4, 1, 128, {"causal": True}),         # 2.5k keys: d = 128's long-key tile
+    (1, 2100, 2048, 2, 2, 96, {"window": (300, 40)}),     # head dim 96, long keys, a window
+    (2, 1000, 1000, 2, 2, 256, {"causal": True}),         # d = 256: 24 idle rows, none shifted
+    (1, 512, 512, 4, 4, 256, {}),                         # dense d = 256 (no DenseOnly twin)
+    (1, 840, 400, 2, 1, 256, {"window": (64, 64)}),       # d = 256 left and right bounds
+]
+
+
+@pytest.mark.parametrize("case", FIXED_CASES, ids=lambda c: "x".join(map(str, c[:6])) + "-" +
+                         ("-".join(c[6]) or "nomask"))
+def test_fixed_twin(case, monkeypatch, seed):
+    """Fixed-length calls that the DenseOnly twins do not take run the FixedLength twin of their
+    tile (fwd_sm90_config.hpp): checked against the oracle, bitwise equal to the general instance
+    (DEEPWELL_ATTN_FIXED=0; the same arithmetic with less code) and repeatable, also into a
+    strided output."""
+    B, Sq, Sk, Hq, Hkv, D, mask = case
+    monkeypatch.setenv("DEEPWELL_ATTN_SPLITS", "1")  # these few tiles would take split-KV
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    for dtype in (torch.bfloat16, torch.float16):
+        q = rand((B, Sq, Hq, D), dtype, g, scale=3.0)
+        kv = rand((B, Sk, 2, Hkv, D), dtype, g)
+        k, v = kv[:, :, 0], kv[:, :, 1]  # strided views
+        out, lse = check(q, k, v, **mask)
+        again = run(q, k, v, **mask)
+        assert torch.equal(out, again[0]) and torch.equal(lse, again[1]), "not bitwise repeatable"
+        monkeypatch.setenv("DEEPWELL_ATTN_FIXED", "0")
+        general = run(q, k, v, **mask)
+        general_names = attention_kernel_names(lambda: run(q, k, v, **mask))
+        monkeypatch.delenv("DEEPWELL_ATTN_FIXED")
+        assert torch.equal(out, general[0]), "the fixed-length twin's O differs from the general one's"
+        assert torch.equal(lse, general[1]), "the fixed-length twin's LSE differs from the general one's"
+        wide = torch.full((B, Sq, Hq, 2 * D), float("nan"), device="cuda", dtype=dtype)
+        o_view = wide[..., D:]  # out with a row stride of 2 * Hq * D
+        deepwell.ops.forward_into(q, k, v, o_view, None, **mask)
+        assert torch.equal(o_view, out) and torch.isnan(wide[..., :D]).all()
+        names = attention_kernel_names(lambda: run(q, k, v, **mask))
+        if names:  # the profiler sees kernels: the twin ran, and with the switch off it did not
+            assert all("FixedLength" in n for n in names), names
+            assert general_names and not any("FixedLength" in n for n in general_names)
+
+
+def test_fixed_twin_not_taken(monkeypatch, seed):
+    """Calls the FixedLength twins have no code for keep the general instance: packed batches,
+    split-KV, and a right-bounded mask that shifts rows into the first tile (d = 256 with 124 idle
+    rows: 64 shifted). Dense d = 128 calls keep their DenseOnly twin."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+
+    def ran(q, k, v, **kw):
+        check(q, k, v, **kw)
+        return attention_kernel_names(lambda: run(q, k, v, **kw))
+
+    q = rand((1, 900, 2, 256), torch.bfloat16, g)
+    k, v = rand((1, 900, 2, 256), torch.bfloat16, g), rand((1, 900, 2, 256), torch.bfloat16, g)
+    monkeypatch.setenv("DEEPWELL_ATTN_SPLITS", "1")
+    names = ran(q, k, v, causal=True)
+    assert not any("FixedLength" in n for n in names), names
+    names = ran(q, k, v)  # the same call unmasked shifts nothing: the twin
+    assert not names or all("FixedLength" in n for n in names), names
+    monkeypatch.setenv("DEEPWELL_ATTN_SPLITS", "3")
+    names = ran(q, k, v, causal=True)
+    assert not any("FixedLength" in n for n in names), names
+    monkeypatch.setenv("DEEPWELL_ATTN_SPLITS", "1")
+    lens = [300, 0, 700]
+    cu = torch.tensor([0, 300, 300, 1000], dtype=torch.int32, device="cuda")
+    q = rand((1000, 4, 128), torch.bfloat16, g)
+    k, v = rand((1000, 2, 128), torch.bfloat16, g), rand((1000, 2, 128), torch.bfloat16, g)
+    names = ran(q, k, v, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=max(lens),
+                max_seqlen_k=max(lens), causal=True)
+    assert not any("FixedLength" in n for n in names), names
+    q = rand((1, 1024, 2, 128), torch.bfloat16, g)
+    k, v = rand((1, 1024, 2, 128), torch.bfloat16, g), rand((1, 1024, 2, 128), torch.bfloat16, g)
+    names = ran(q, k, v)
+    assert not names or all("DenseOnly" in n for n in names), names
+
+
 TAIL_SHAPES = [  # (B, Sq, Sk, Hq, Hkv, D, max_grid): tiles % max_grid tiles in the last round
     (1, 1000, 8300, 2, 1, 128, 6),  # 16 tiles of 8 m-blocks, 4 in the tail, 58 key blocks
     (2, 700, 8193, 3, 3, 128, 8),   # 36 tiles (the last m-block partial), 4 in the tail, 57 blocks

@@ -1,0 +1,7 @@
+// Instance: attention forward, sm_90a, f16, head dims up to 256, the FixedLength twin of
+// fwd_f16_d256 (fixed-length calls with a mask or window: fwd_sm90_config.hpp).
+#include "attention/fwd_sm90.hpp"
+#include "attention/fwd_sm90_kernel.cuh"
+
+DEEPWELL_ATTENTION_FWD_SM90_INSTANCE(fwd_f16_d256_fixed, cutlass::half_t, 256,
+                                     FixedLength<FwdTile<256>>)
