@@ -5,7 +5,9 @@
 // one scale. fp8 codes are decoded two at a time by the hardware (cvt.rn.f16x2.{e4m3,e5m2}x2:
 // every fp8 value is an f16 value, so the decode is exact), fp4 codes by codec.hpp; products are
 // exact (mul_rn, NaN canonicalized) and rounded to the output dtype with the same bit rules as the
-// CPU reference (core/numeric.hpp), NaN included.
+// CPU reference (core/numeric.hpp), NaN included. A chunk of fp8 codes with no NaN code and a
+// finite nonzero scale cannot make a NaN, and there the hardware's packs round exactly as those
+// rules: decode_fp8_plain (bf16 / f16 output 0.63 -> 0.86-0.91 of copy on the H200).
 //
 // Stores: a lane's chunk is 32 (2-byte out) or 64 (fp32 out) bytes of output, so lane-by-lane
 // 16-byte stores leave every warp store instruction writing half (or a quarter) of 32 sectors;
@@ -77,6 +79,46 @@ __device__ __forceinline__ void store_lane(void* out, int n, const uint4 (&w)[kO
   }
 }
 
+// No NaN among 16 fp8 codes (4 words): e4m3 NaN is 0x7f / 0xff, e5m2 NaN has |code| > 0x7c.
+template <Elem E>
+__device__ __forceinline__ bool fp8_codes_finite_or_inf(const uint32_t (&w)[4]) {
+  uint32_t bad = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t m = w[j] & 0x7f7f7f7fu;
+    bad |= E == Elem::kE4M3 ? __vcmpeq4(m, 0x7f7f7f7fu) : __vcmpgtu4(m, 0x7c7c7c7cu);
+  }
+  return bad == 0;
+}
+
+// The output words of a chunk of fp8 codes with no NaN code and a finite nonzero scale: every
+// product is a number or an infinity (never NaN), where the hardware's round-to-nearest-even
+// packs (cvt.rn.{bf16x2,f16x2}.f32) give exactly the bits of to_bf16_bits / to_f16_bits. One
+// decode, two multiplies and one pack per two elements, against ~20 integer instructions of the
+// general path (whose NaN handling the reference's bits need).
+template <Elem E, DType Out>
+__device__ __forceinline__ void decode_fp8_plain(const uint32_t (&w)[4], float scale,
+                                                 uint32_t* ou) {
+#pragma unroll
+  for (int i = 0; i < kChunk / 2; ++i) {
+    const auto pair = static_cast<__nv_fp8x2_storage_t>(w[i / 2] >> (16 * (i % 2)));
+    const __half2_raw h =
+        __nv_cvt_fp8x2_to_halfraw2(pair, E == Elem::kE4M3 ? __NV_E4M3 : __NV_E5M2);
+    const float a = __fmul_rn(__half2float(__ushort_as_half(h.x)), scale);
+    const float b = __fmul_rn(__half2float(__ushort_as_half(h.y)), scale);
+    if constexpr (Out == DType::kF32) {
+      ou[2 * i] = fbits(a);
+      ou[2 * i + 1] = fbits(b);
+    } else if constexpr (Out == DType::kBF16) {
+      const __nv_bfloat162 p = __floats2bfloat162_rn(a, b);
+      ou[i] = *reinterpret_cast<const uint32_t*>(&p);
+    } else {
+      const __half2 p = __floats2half2_rn(a, b);
+      ou[i] = *reinterpret_cast<const uint32_t*>(&p);
+    }
+  }
+}
+
 template <Elem E, DType Out>
 __global__ void __launch_bounds__(256) dequantize_kernel(const DequantParams p) {
   constexpr bool kFp4 = E == Elem::kE2M1;
@@ -92,6 +134,8 @@ __global__ void __launch_bounds__(256) dequantize_kernel(const DequantParams p) 
 
   uint32_t w[4] = {0, 0, 0, 0};
   float v[kChunk];
+  uint4 o[kWords];     // the chunk's output bytes
+  bool plain = false;  // o already holds them (decode_fp8_plain)
   if (valid) {
     const int64_t d0 = r * p.ld + c0;
     const uint8_t* src = p.data + (kFp4 ? d0 / 2 : d0);
@@ -137,6 +181,9 @@ __global__ void __launch_bounds__(256) dequantize_kernel(const DequantParams p) 
     } else {
       scale = static_cast<const float*>(p.scales)[si];
     }
+    if constexpr (!kFp4) {
+      plain = fp8_codes_finite_or_inf<E>(w) && scale != 0.0f && abs_bits(scale) < kF32Inf;
+    }
     if constexpr (kFp4) {
 #pragma unroll
       for (int i = 0; i < kChunk; ++i) {
@@ -144,6 +191,8 @@ __global__ void __launch_bounds__(256) dequantize_kernel(const DequantParams p) 
         v[i] = p.format == QuantFormat::kNvfp4 ? decode_nvfp4(q, sb, s_t)
                                                : mul_rn(decode_elem(E, q), scale);
       }
+    } else if (plain) {
+      decode_fp8_plain<E, Out>(w, scale, reinterpret_cast<uint32_t*>(o));
     } else {
       // The software decoders (~10 integer instructions per element) left this kernel ALU-bound
       // (ncu, H100, mxfp8 -> bf16: ALU pipe at 85 % of peak). A NaN code decodes to some NaN,
@@ -162,17 +211,19 @@ __global__ void __launch_bounds__(256) dequantize_kernel(const DequantParams p) 
     for (int i = 0; i < kChunk; ++i) v[i] = 0.0f;
   }
 
-  uint4 o[kWords];  // the chunk's output bytes
   uint32_t* ou = reinterpret_cast<uint32_t*>(o);
-  if constexpr (Out == DType::kF32) {
+  if (!plain) {
+    if constexpr (Out == DType::kF32) {
 #pragma unroll
-    for (int i = 0; i < kChunk; ++i) ou[i] = fbits(v[i]);
-  } else {
+      for (int i = 0; i < kChunk; ++i) ou[i] = fbits(v[i]);
+    } else {
 #pragma unroll
-    for (int i = 0; i < kChunk / 2; ++i) {  // two 16-bit values per word, low half first
-      const uint32_t lo = Out == DType::kBF16 ? to_bf16_bits(v[2 * i]) : to_f16_bits(v[2 * i]);
-      const uint32_t hi = Out == DType::kBF16 ? to_bf16_bits(v[2 * i + 1]) : to_f16_bits(v[2 * i + 1]);
-      ou[i] = lo | hi << 16;
+      for (int i = 0; i < kChunk / 2; ++i) {  // two 16-bit values per word, low half first
+        const uint32_t lo = Out == DType::kBF16 ? to_bf16_bits(v[2 * i]) : to_f16_bits(v[2 * i]);
+        const uint32_t hi =
+            Out == DType::kBF16 ? to_bf16_bits(v[2 * i + 1]) : to_f16_bits(v[2 * i + 1]);
+        ou[i] = lo | hi << 16;
+      }
     }
   }
 

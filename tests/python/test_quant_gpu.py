@@ -386,6 +386,39 @@ def test_dequantize_bit_identical(fmt, elem, rule, out_dtype, seed):
         assert_same((gpu,), (cpu,), f"dequantize {fmt} {shape} -> {out_dtype}")
 
 
+@pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_row", "fp8_block1x128", "fp8_block128x128", "mxfp8"])
+@pytest.mark.parametrize("elem", ["e4m3", "e5m2"])
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_dequantize_every_code_and_scale(fmt, elem, out_dtype, seed):
+    """Every fp8 code (NaN and infinity codes too) under random scales that include zero, the
+    smallest and largest, infinity and NaN: the kernel's fast path (chunks with no NaN code and a
+    finite nonzero scale) and its general path must both give the reference's bits."""
+    gen = torch.Generator().manual_seed(seed)
+    shape = (384, 1024)
+    q = deepwell.quantize(torch.randn(shape, generator=gen), fmt, elem=elem)
+    codes = torch.arange(256, dtype=torch.uint8).repeat(shape[0] * shape[1] // 256)
+    data = codes[torch.randperm(codes.numel(), generator=gen)].view(shape)
+    # a third of the rows (chunks) without NaN codes, so that most chunks take the fast path
+    nan_code = (data & 0x7F) == 0x7F if elem == "e4m3" else (data & 0x7F) > 0x7C
+    keep = torch.rand(shape[0], 1, generator=gen) < 0.66
+    data = torch.where(nan_code & keep, data & 0x3F, data)
+    if q[1].element_size() == 1:  # UE8M0: every byte, 0 (2^-127) and 0xff (NaN) included
+        scales = torch.randint(0, 256, q[1].shape, generator=gen, dtype=torch.uint8)
+        scales = scales.view(q[1].dtype)
+    else:
+        scales = 2.0 ** torch.randint(-140, 120, q[1].shape, generator=gen).float()
+        scales *= 1 + torch.rand(q[1].shape, generator=gen)
+        flat = scales.view(-1)
+        special = torch.tensor([0.0, float("inf"), float("nan"), 1e-45, 3.4e38, -1.5])
+        pick = torch.randint(0, flat.numel(), (min(flat.numel(), 12),), generator=gen)
+        flat[pick] = special[torch.arange(pick.numel()) % special.numel()]
+        if flat.numel() == 1:
+            flat[0] = 0.75
+    cpu = deepwell.dequantize(data, scales, fmt, elem=elem, out_dtype=out_dtype)
+    gpu = deepwell.dequantize(data.cuda(), scales.cuda(), fmt, elem=elem, out_dtype=out_dtype)
+    assert_same((gpu,), (cpu,), f"dequantize {fmt} {elem} every code -> {out_dtype}")
+
+
 @pytest.mark.parametrize("fmt,elem", [("fp8_tensor", "e4m3"), ("fp8_tensor", "e5m2"), ("nvfp4", "e4m3")])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_onepass_larger_than_chip(fmt, elem, dtype, seed):
