@@ -33,16 +33,11 @@ Instance instance(RunFn run, RunFn dense = nullptr, RunFn fixed = nullptr) {
           dense, fixed};
 }
 
-// DEEPWELL_ATTN_DENSE=0 keeps the calls sm90::dense_only_applies admits on the general instance
-// (tests, A/B).
-bool dense_twins_enabled() {
-  const char* env = std::getenv("DEEPWELL_ATTN_DENSE");
-  return env == nullptr || std::atoi(env) != 0;
-}
-
-// DEEPWELL_ATTN_FIXED=0 likewise keeps fixed-length masked calls on the general instance.
-bool fixed_twins_enabled() {
-  const char* env = std::getenv("DEEPWELL_ATTN_FIXED");
+// Whether a twin switch is on: DEEPWELL_ATTN_DENSE=0 keeps the calls sm90::dense_only_applies
+// admits, DEEPWELL_ATTN_FIXED=0 those sm90::fixed_length_applies admits, on the general instance
+// (tests, A/B). Read per call, so that a test can flip it between calls.
+bool twins_enabled(const char* switch_name) {
+  const char* env = std::getenv(switch_name);
   return env == nullptr || std::atoi(env) != 0;
 }
 
@@ -186,11 +181,11 @@ Status plan_call(const Problem& problem, Plan* plan) {
   plan->splits = plan_splits(plan->problem, plan->instance, info->sm_count);
   if (plan->splits == 1) plan->tail = plan_tail(plan->problem, plan->instance, info->sm_count);
   const Problem& q = plan->problem;
-  if (plan->instance.dense != nullptr && dense_twins_enabled() &&
+  if (plan->instance.dense != nullptr && twins_enabled("DEEPWELL_ATTN_DENSE") &&
       sm90::dense_only_applies(q.varlen, q.window_left, q.window_right, q.seqlen_k,
                                plan->instance.block_n, plan->splits, plan->tail.tiles)) {
     plan->instance.run = plan->instance.dense;
-  } else if (plan->instance.fixed != nullptr && fixed_twins_enabled() &&
+  } else if (plan->instance.fixed != nullptr && twins_enabled("DEEPWELL_ATTN_FIXED") &&
              sm90::fixed_length_applies(q.varlen, q.window_right, q.seqlen_q,
                                         plan->instance.block_m, plan->instance.block_n,
                                         plan->splits, plan->tail.tiles)) {

@@ -342,12 +342,11 @@ static_assert(dense_only_applies(false, -1, -1, 512, 128, 1, 0) &&
 // not a multiple of the key tile, any d = 256 call) run FixedLength twins of FwdTile<128>,
 // FwdTileD128Long and FwdTile<256>: the same tile and policies, masks, windows and empty tiles
 // kept, compiled without the variable-length, split-KV, split-tail, by-row store and shifted-tile
-// (SeqInfo::q_pad) code. Measured (H200 A/B x cuDNN, one process, general kernel -> such a twin;
-// perf-notes attention item 64): causal d = 128 512 / 1k / 2k 1.005 / 1.061 / 1.109 -> 1.020 /
-// 1.070 / 1.110, 4k / 8k / 16k 1.120 / 1.112 / 1.121 -> 1.126 / 1.121 / 1.131; causal d = 256
-// 512 / 1k / 2k / 4k 1.015 / 1.105 / 1.158 / 1.229 -> 1.037 / 1.124 / 1.183 / 1.242, non-causal
-// 512 / 2k / 16k 1.082 / 1.137 / 1.158 -> 1.091 / 1.147 / 1.155; d = 64 nothing past 512, so it
-// has none. Dense d = 64 / d = 128 calls keep their DenseOnly twins, which leave out the masks too
+// (SeqInfo::q_pad) code. Measured (H200 A/B x cuDNN, one process, general kernel -> twin;
+// perf-notes attention item 66): causal d = 128 512 / 2k / 16k 0.994 / 1.103 / 1.103 -> 1.023 /
+// 1.121 / 1.114, causal d = 256 512 / 2k / 16k 1.007 / 1.159 / 1.318 -> 1.043 / 1.179 / 1.327,
+// non-causal d = 256 512 / 16k 1.081 / 1.140 -> 1.107 / 1.145; d = 64 gained nothing past 512 in
+// item 64's experiment, so it has none. Dense d = 64 / d = 128 calls keep their DenseOnly twins, which leave out the masks too
 // and gain more. The dispatcher picks a twin by fixed_length_applies, and the launcher refuses one
 // planned for a call that breaks it.
 template <class Tile>
