@@ -147,6 +147,27 @@ def test_transposed_copy_bit_identical(fmt, elem, rule, dtype, seed):
                     f"{fmt} {elem} {rule} {(R, K)} transposed")
 
 
+@pytest.mark.parametrize("fmt", ["mxfp8", "mxfp4", "nvfp4", "fp8_block1x128", "fp8_block128x128",
+                                 "fp8_tensor", "fp8_row"])
+def test_transposed_copy_long_walks(fmt, seed):
+    """x large enough that a tile-kernel CTA walks two tiles (over 16 tiles per SM on 132 SMs),
+    with a ragged last row tile, a ragged last column tile and a last walk of one tile: every code
+    and scale equals the CPU reference's. mxfp8 walks along K (the row scale bytes gathered per
+    CTA), and down rows where a row has fewer tiles than a walk (K = 64)."""
+    gen = torch.Generator().manual_seed(seed)
+    wide = fmt in ("fp8_block1x128", "fp8_block128x128")  # 128-column tiles
+    shapes = [(8200, 8224) if wide else (4128, 8224)]
+    if fmt == "mxfp8":
+        shapes.append((4224 * 128 + 32, 64))
+    for R, K in shapes:
+        x = make_input((R, K), gen, nonfinite=fmt not in ("fp8_tensor", "nvfp4"),
+                       binades=20).bfloat16()
+        for transpose in (True, False) if fmt == "fp8_block128x128" else (True,):
+            want = deepwell.quantize(x, fmt, transpose=transpose)
+            assert_same(deepwell.quantize(x.cuda(), fmt, transpose=transpose), want,
+                        f"{fmt} {(R, K)} transpose={transpose}")
+
+
 def quantize_with_data_t_rows(x, fmt, ld, offset=0):
     """quantize(x, fmt, transpose=True), with data_t written into a (K, R) view of the caller's
     buffer whose rows are ld codes apart, starting `offset` bytes into it, through the native entry
