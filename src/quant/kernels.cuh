@@ -283,9 +283,40 @@ struct ChunkScale {
   uint8_t sb;  // kMx: the ue8m0 byte; kNvfp4: the ue4m3 block scale
 };
 
+// q[i] = __fdiv_rn(v[i], div) (kMag: of |v[i]|), the slow path of a chunk whose scale is outside
+// kDivLo..kDivHi (an all-zero or tiny block). One division in a loop that is not unrolled, the 16
+// values rotating through registers (static indices only, so nothing goes to local memory): 16
+// unrolled divisions, each with its FCHK branch to the slow subroutine, were ~160 instructions
+// per inlined chunk site of code that almost never runs, spread through the hot loops (the tile
+// kernels of the fp32-scale formats: 41-88 KB of SASS, 24-30 % less looped).
+//
+// SlowDivision picks the form per kernel, as measured (H200, session 58, one process, ratio to
+// copy, unrolled -> looped): 1x128 +T 8192² 0.693 -> 0.725 (instruction-fetch stalls 2.69 ->
+// 1.79 warps per issue), 4097x8192 0.684 -> 0.705; fp8_row rows 0.886 -> 0.938; 128x128 +T
+// 0.871 -> 0.886, rows 0.966 -> 0.972; fp8_tensor `amax=` +T 0.875 -> 0.883; nvfp4 `amax=` +T
+// 0.479 -> 0.485. The row kernel of the e2m1 formats keeps the unrolled form: looped, its mxfp4
+// rows lost 1.4 % (0.806 -> 0.795) and nvfp4 rows moved +0.1 %.
+enum class SlowDivision { kLooped, kUnrolled };
+template <bool kMag>
+__device__ __forceinline__ void div_chunk_cold(const float (&v)[kChunk], float div,
+                                               float (&q)[kChunk]) {
+  float a[kChunk];
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) a[i] = v[i];
+#pragma unroll 1
+  for (int n = 0; n < kChunk; ++n) {
+    const float r = __fdiv_rn(kMag ? fabsf(a[0]) : a[0], div);
+#pragma unroll
+    for (int i = 0; i + 1 < kChunk; ++i) a[i] = a[i + 1];
+    a[kChunk - 1] = r;
+  }
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) q[i] = a[i];
+}
+
 // Encodes 16 values into 16 fp8 codes (packed little-endian into 4 words) or 16 fp4 codes (2
 // words, low nibble first), exactly as codec.hpp's encode_mx / encode_scaled / encode_nvfp4.
-template <Elem E>
+template <Elem E, SlowDivision kSlow = SlowDivision::kLooped>
 __device__ __forceinline__ void encode_chunk(const float (&v)[kChunk], const ChunkScale& cs,
                                              uint32_t (&out)[4]) {
   bool nan_scale;
@@ -314,9 +345,11 @@ __device__ __forceinline__ void encode_chunk(const float (&v)[kChunk], const Chu
     } else if (const Fp32Divider d(div); d.fast) {
 #pragma unroll
       for (int i = 0; i < kChunk; ++i) q[i] = d.fast_div_mag(fabsf(v[i]));
-    } else {
+    } else if constexpr (kSlow == SlowDivision::kUnrolled) {
 #pragma unroll
       for (int i = 0; i < kChunk; ++i) q[i] = __fdiv_rn(fabsf(v[i]), div);
+    } else {
+      div_chunk_cold<true>(v, div, q);
     }
 #pragma unroll
     for (int w = 0; w < 2; ++w) out[w] = nan_scale ? 0x77777777u : pack_e2m1x8(q + 8 * w, v + 8 * w);
@@ -328,9 +361,11 @@ __device__ __forceinline__ void encode_chunk(const float (&v)[kChunk], const Chu
     } else if (const Fp32Divider d(div); d.fast) {  // the fast path of __fdiv_rn (see kDivLo)
 #pragma unroll
       for (int i = 0; i < kChunk; ++i) q[i] = d.fast_div(v[i]);
-    } else {
+    } else if constexpr (kSlow == SlowDivision::kUnrolled) {
 #pragma unroll
       for (int i = 0; i < kChunk; ++i) q[i] = __fdiv_rn(v[i], div);
+    } else {
+      div_chunk_cold<false>(v, div, q);
     }
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
@@ -487,7 +522,7 @@ __device__ __forceinline__ void encode_e2m1_col_pair(const Enc& enc, const uint3
 
 // encode_chunk of a row chunk held as raw words: MXFP4 and NVFP4 of bf16 / f16 on packed halves
 // where the scale allows (Mx4Packed, Nvfp4Packed), the fp32 path otherwise.
-template <class In, Elem E>
+template <class In, Elem E, SlowDivision kSlow = SlowDivision::kLooped>
 __device__ __forceinline__ void encode_row_chunk(const RowChunk<In>& x, const ChunkScale& cs,
                                                  uint32_t (&out)[4]) {
   if constexpr (E == Elem::kE2M1 && sizeof(In) == 2) {
@@ -505,7 +540,7 @@ __device__ __forceinline__ void encode_row_chunk(const RowChunk<In>& x, const Ch
   }
   float v[kChunk];
   x.values(v);
-  encode_chunk<E>(v, cs, out);
+  encode_chunk<E, kSlow>(v, cs, out);
 }
 
 // Stores the codes of `n` (even for fp4) elements at element offset `e` of a code buffer.

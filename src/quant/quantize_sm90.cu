@@ -111,7 +111,9 @@ __global__ void __launch_bounds__(256, 4) quantize_groups_kernel(const GroupPara
       }
     }
     uint32_t w[4];
-    encode_row_chunk<In, E>(x[i], cs, w);
+    // e2m1: the unrolled slow path measured faster here (kernels.cuh, SlowDivision)
+    encode_row_chunk<In, E, E == Elem::kE2M1 ? SlowDivision::kUnrolled : SlowDivision::kLooped>(
+        x[i], cs, w);
     store_chunk<E>(p.data, r * p.cols + c0, n[i], w);
   }
 }
