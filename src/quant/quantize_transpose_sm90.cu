@@ -6,9 +6,10 @@
 // time, so the scale rule of a chunk is straight-line code. A 256-thread CTA walks
 // `tiles_per_cta` tiles of 128 rows x kTK columns (kTK = 128 for the 128-long groups of
 // kFp8Block1x128 / kFp8Block128x128, 64 otherwise) down one column strip of x (kMxfp8: along one
-// row strip, walks_along_k), double-buffered when it walks more than one (one tile buffer otherwise): the 16-byte cp.async loads of tile t+1
-// are in flight while tile t is encoded (edge tiles too, the units outside x zero-filled; only an
-// x whose rows are not 16-byte aligned is loaded with plain element loads).
+// row strip, walks_along_k), double-buffered when it walks more than one (one tile buffer
+// otherwise): the 16-byte cp.async loads of tile t+1 are in flight while tile t is encoded (edge
+// tiles too, the units outside x zero-filled; only an x whose rows are not 16-byte aligned is
+// loaded with plain element loads).
 // Per tile:
 //  0. kFp8Block128x128: the tile's amax (block reduce) is the block's scale.
 //  1. rows: each thread encodes 16-element chunks of tile rows (group amax over kBlock/16
