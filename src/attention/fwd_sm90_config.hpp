@@ -346,9 +346,9 @@ static_assert(dense_only_applies(false, -1, -1, 512, 128, 1, 0) &&
 // perf-notes attention item 66): causal d = 128 512 / 2k / 16k 0.994 / 1.103 / 1.103 -> 1.023 /
 // 1.121 / 1.114, causal d = 256 512 / 2k / 16k 1.007 / 1.159 / 1.318 -> 1.043 / 1.179 / 1.327,
 // non-causal d = 256 512 / 16k 1.081 / 1.140 -> 1.107 / 1.145; d = 64 gained nothing past 512 in
-// item 64's experiment, so it has none. Dense d = 64 / d = 128 calls keep their DenseOnly twins, which leave out the masks too
-// and gain more. The dispatcher picks a twin by fixed_length_applies, and the launcher refuses one
-// planned for a call that breaks it.
+// item 64's experiment, so it has none. Dense d = 64 / d = 128 calls keep their DenseOnly twins,
+// which leave out the masks too and gain more. The dispatcher picks a twin by
+// fixed_length_applies, and the launcher refuses one planned for a call that breaks it.
 template <class Tile>
 struct FixedLength : Tile {};
 // The rows a right-bounded mask shifts into the first tile (SeqInfo::q_pad, fwd_sm90_scheduler.cuh).
