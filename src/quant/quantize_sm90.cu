@@ -4,6 +4,8 @@
 //  - quantize_groups_kernel: formats whose scale covers a group of 16, 32 or 128 consecutive
 //    elements of a row (NVFP4, MX, 1x128) and kFp8Tensor. A group is held by block/16 adjacent
 //    lanes that combine their amax with shuffles, so x is read once.
+//  - quantize_chunks_kernel: the same for 16-bit x whose rows are whole groups (the common case),
+//    x walked as one flat run of chunks, several per thread, with 32-bit indices.
 //  - quantize_per_row_kernel: kFp8Row. tpr threads per row (a power of two up to 256) reduce the
 //    row's amax, then re-read the row (from L1/L2) to encode it.
 //  - amax_kernel + finalize_tensor_scale: the per-tensor amax of kFp8Tensor and kNvfp4, two
@@ -44,6 +46,9 @@ struct GroupParams {
   int64_t row0, launch_rows;  // the rows of this launch (thread indices stay below 2^31)
   int64_t row_half;           // quantize_groups_kernel: ceil(launch_rows / kGroupRows)
   FastDiv tpr_div;
+  // quantize_chunks_kernel: x as one run of n_chunks 16-element chunks, tpr of them per row
+  uint32_t n_chunks;
+  int tpg_shift;  // log2(tpg)
 };
 
 // A thread encodes the chunk at column c0 of two rows, rl and rl + row_half: both chunks' loads
@@ -51,6 +56,66 @@ struct GroupParams {
 // 8192^2: NVFP4 rows 73.8 -> 70.9 us and MXFP4 rows 60.1 -> 57.2 us against one chunk per
 // thread, with the same instruction count: the gain is the loads in flight).
 constexpr int kGroupRows = 2;
+
+// kFp8Tensor: the tensor scale; kNvfp4: s_t; 0 for the other formats. `first`: the thread that
+// writes it where the caller gave the amax.
+template <class In, Elem E>
+__device__ __forceinline__ float group_tensor_scale(const GroupParams& p, bool first) {
+  float tensor_s = 0.0f;
+  if (p.format == QuantFormat::kFp8Tensor) {
+    tensor_s = fp32_scale(tensor_amax_bits(p.amax), elem_info(E), p.pow2);
+  } else if (p.format == QuantFormat::kNvfp4) {
+    tensor_s = nvfp4_tensor_scale(tensor_amax_bits(p.amax));
+  }
+  if (p.tensor_scale_out != nullptr && first) *p.tensor_scale_out = tensor_s;
+  return tensor_s;
+}
+
+// The amax bits of a chunk's group: the tpg adjacent, aligned lanes of the group combine theirs.
+// Every lane of the warp must call it (shuffles).
+template <class In>
+__device__ __forceinline__ uint32_t group_amax(const GroupParams& p, const RowChunk<In>& x) {
+  uint32_t amax = x.amax();
+  for (int o = 1; o < p.tpg; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  return amax;
+}
+
+// The scale of a chunk of row r in group g (scale column) from its group's amax, written once per
+// group (by its `writer` lane), and the chunk's codes in w. kSlow: the form of the exact-division
+// fallback (kernels.cuh, SlowDivision), as measured per kernel.
+template <class In, Elem E,
+          SlowDivision kSlow = E == Elem::kE2M1 ? SlowDivision::kUnrolled : SlowDivision::kLooped>
+__device__ __forceinline__ void scale_and_encode(const GroupParams& p, const RowChunk<In>& x,
+                                                 uint32_t amax, int64_t r, int64_t g, bool writer,
+                                                 float tensor_s, const Fp32Divider& by6,
+                                                 const Fp32Divider& by_st, uint32_t (&w)[4]) {
+  const ElemInfo info = elem_info(E);
+  ChunkScale cs{ChunkScale::kFp32, tensor_s, 0};
+  switch (p.format) {
+    case QuantFormat::kFp8Tensor:
+      break;
+    case QuantFormat::kFp8Block1x128:
+      cs.s = fp32_scale(amax, info, p.pow2);
+      break;
+    case QuantFormat::kNvfp4:
+      cs = {ChunkScale::kNvfp4, tensor_s,
+            sizeof(In) == 2 ? nvfp4_block_scale_hoisted(amax, tensor_s, by6, by_st)
+                            : nvfp4_block_scale_hw(amax, tensor_s)};
+      break;
+    default:  // MX
+      cs = {ChunkScale::kMx, 0.0f, mx_scale(amax, info, p.rceil)};
+      break;
+  }
+  if (writer && p.format != QuantFormat::kFp8Tensor) {  // the group's scale, once per group
+    const int64_t si = group_scale_offset(p.swizzle, p.C, r, g);
+    if (p.format == QuantFormat::kFp8Block1x128) {
+      static_cast<float*>(p.scales)[si] = cs.s;
+    } else {
+      static_cast<uint8_t*>(p.scales)[si] = cs.sb;
+    }
+  }
+  encode_row_chunk<In, E, kSlow>(x, cs, w);
+}
 
 // At most 64 registers (4 CTAs per SM) for every instance.
 template <class In, Elem E>
@@ -67,54 +132,78 @@ __global__ void __launch_bounds__(256, 4) quantize_groups_kernel(const GroupPara
     n[i] = rl < p.row_half && rli < p.launch_rows ? ncols : 0;
     x[i].load(static_cast<const In*>(p.x) + (n[i] ? (p.row0 + rli) * p.row_stride + c0 : 0), n[i]);
   }
-  const ElemInfo info = elem_info(E);
-  float tensor_s = 0.0f;  // kFp8Tensor: the scale; kNvfp4: s_t
-  if (p.format == QuantFormat::kFp8Tensor) {
-    tensor_s = fp32_scale(tensor_amax_bits(p.amax), info, p.pow2);
-  } else if (p.format == QuantFormat::kNvfp4) {
-    tensor_s = nvfp4_tensor_scale(tensor_amax_bits(p.amax));
-  }
-  if (p.tensor_scale_out != nullptr && t == 0) *p.tensor_scale_out = tensor_s;
+  const float tensor_s = group_tensor_scale<In, E>(p, t == 0);
   // kNvfp4's block-scale divisions, hoisted for 16-bit inputs (f32 keeps the IEEE divisions: its
   // instance would need a stack frame at 64 registers)
   const Fp32Divider by6(6.0f), by_st(tensor_s);
   const bool writer = ((c0 / kChunk) & (p.tpg - 1)) == 0;
 #pragma unroll
   for (int i = 0; i < kGroupRows; ++i) {
-    uint32_t amax = x[i].amax();  // packed 16-bit maxima: one max per two elements
-    // Every lane takes part in the shuffles (the lanes of a group are adjacent and aligned).
-    for (int o = 1; o < p.tpg; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const uint32_t amax = group_amax(p, x[i]);
     if (n[i] == 0) continue;
     const int64_t r = p.row0 + rl + int64_t{i} * p.row_half;
-    ChunkScale cs{ChunkScale::kFp32, tensor_s, 0};
-    switch (p.format) {
-      case QuantFormat::kFp8Tensor:
-        break;
-      case QuantFormat::kFp8Block1x128:
-        cs.s = fp32_scale(amax, info, p.pow2);
-        break;
-      case QuantFormat::kNvfp4:
-        cs = {ChunkScale::kNvfp4, tensor_s,
-              sizeof(In) == 2 ? nvfp4_block_scale_hoisted(amax, tensor_s, by6, by_st)
-                              : nvfp4_block_scale_hw(amax, tensor_s)};
-        break;
-      default:  // MX
-        cs = {ChunkScale::kMx, 0.0f, mx_scale(amax, info, p.rceil)};
-        break;
-    }
-    if (writer && p.format != QuantFormat::kFp8Tensor) {  // the group's scale, once per group
-      const int64_t si = group_scale_offset(p.swizzle, p.C, r, c0 >> p.block_shift);
-      if (p.format == QuantFormat::kFp8Block1x128) {
-        static_cast<float*>(p.scales)[si] = cs.s;
-      } else {
-        static_cast<uint8_t*>(p.scales)[si] = cs.sb;
-      }
-    }
     uint32_t w[4];
     // e2m1: the unrolled slow path measured faster here (kernels.cuh, SlowDivision)
-    encode_row_chunk<In, E, E == Elem::kE2M1 ? SlowDivision::kUnrolled : SlowDivision::kLooped>(
-        x[i], cs, w);
+    scale_and_encode<In, E>(p, x[i], amax, r, c0 >> p.block_shift, writer, tensor_s, by6, by_st, w);
     store_chunk<E>(p.data, r * p.cols + c0, n[i], w);
+  }
+}
+
+// Rows of whole groups of 16-bit x (cols % block == 0) as one run of chunks, chunk i at element
+// 16 i of x and of the codes: CTA b encodes chunks (b U + k) 256 + threadIdx.x for k < U
+// (stream_chunks), so a warp reads 1 KB of x per step, a thread's loads are all in flight before
+// its first code, and the per-thread setup (parameters, the tensor scale) is shared by U chunks.
+// quantize_groups_kernel, which any shape takes, spends 745 instructions per thread on two
+// chunks of NVFP4 (ncu, H200, bf16 8192^2 `amax=`): the encoders 356, the rest row and column
+// arithmetic in 64 bits, bounds, and the setup. Here 1231 for four chunks (19 per element
+// against 23), and NVFP4 `amax=` rows 0.67 -> 0.78 of copy (perf-notes, quantization session 59).
+// Needs x 16-byte aligned, codes 16-byte (fp8) / 8-byte (fp4) aligned and fewer than 2^31
+// chunks (chunk_run). The exact-division fallback is looped (SlowDivision): unrolled, NVFP4 and
+// MXFP4 were 1-2 % slower here.
+//
+// U = 4 chunks per thread (32 registers of x), 3 for f16 x to e2m1: at 4 its instance spills at
+// the 64 registers of 4 CTAs per SM (f16's NVFP4 bounds take more registers than bf16's).
+template <class In, Elem E>
+constexpr int stream_chunks() {
+  return std::is_same_v<In, __half> && E == Elem::kE2M1 ? 3 : 4;
+}
+
+template <class In, Elem E>
+__global__ void __launch_bounds__(256, 4) quantize_chunks_kernel(const GroupParams p) {
+  static_assert(sizeof(In) == 2, "16-bit inputs: a chunk is two 16-byte loads");
+  constexpr int kU = stream_chunks<In, E>();
+  const uint32_t first = blockIdx.x * (256u * kU) + threadIdx.x;
+  RowChunk<In> x[kU];
+#pragma unroll
+  for (int k = 0; k < kU; ++k) {
+    const uint32_t i = first + k * 256u;
+    const uint4* src = static_cast<const uint4*>(p.x) + 2 * int64_t{i};
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint4 u = i < p.n_chunks ? __ldg(src + h) : make_uint4(0, 0, 0, 0);
+      x[k].w[4 * h] = u.x;
+      x[k].w[4 * h + 1] = u.y;
+      x[k].w[4 * h + 2] = u.z;
+      x[k].w[4 * h + 3] = u.w;
+    }
+  }
+  const float tensor_s = group_tensor_scale<In, E>(p, first == 0);
+  const Fp32Divider by6(6.0f), by_st(tensor_s);
+#pragma unroll
+  for (int k = 0; k < kU; ++k) {
+    const uint32_t amax = group_amax(p, x[k]);
+    const uint32_t i = first + k * 256u;
+    if (i >= p.n_chunks) continue;
+    const uint32_t r = p.tpr_div.div(i);
+    const uint32_t c = i - r * static_cast<uint32_t>(p.tpr);  // chunk within the row
+    uint32_t w[4];
+    scale_and_encode<In, E, SlowDivision::kLooped>(p, x[k], amax, r, c >> p.tpg_shift,
+                                                   (i & (p.tpg - 1)) == 0, tensor_s, by6, by_st, w);
+    if constexpr (E == Elem::kE2M1) {
+      reinterpret_cast<uint2*>(p.data)[i] = make_uint2(w[0], w[1]);
+    } else {
+      reinterpret_cast<uint4*>(p.data)[i] = make_uint4(w[0], w[1], w[2], w[3]);
+    }
   }
 }
 
@@ -293,6 +382,19 @@ GroupParams group_params(const Problem& p, const Target& t, const uint32_t* amax
   return g;
 }
 
+// Whether a row call runs quantize_chunks_kernel: a group format (not kFp8Row) on 16-bit x whose
+// rows are whole groups, x 16-byte and the codes 16-byte (fp8) / 8-byte (fp4) aligned, and fewer
+// than 2^31 chunks (32-bit chunk indices and FastDiv).
+bool chunk_run(const Problem& p) {
+  const Matrix& x = p.main.x;
+  if (p.format == QuantFormat::kFp8Row || x.dtype == DType::kF32) return false;
+  const int64_t block = p.traits.block == 0 ? kChunk : p.traits.block;
+  const uintptr_t code_align = p.elem == Elem::kE2M1 ? 8 : 16;
+  return x.cols > 0 && x.cols % block == 0 && x.rows * (x.cols / kChunk) < (int64_t{1} << 31) &&
+         (reinterpret_cast<uintptr_t>(x.data) & 15u) == 0 &&
+         (reinterpret_cast<uintptr_t>(p.main.data) & (code_align - 1)) == 0;
+}
+
 Status launch_rows(const Problem& p, const uint32_t* amax, float* tensor_scale_out,
                    cudaStream_t stream) {
   GroupParams g = group_params(p, p.main, amax, tensor_scale_out);
@@ -315,6 +417,20 @@ Status launch_rows(const Problem& p, const uint32_t* amax, float* tensor_scale_o
     return detail::last_launch_status("quantize");
   }
   if (g.cols == 0) return Status::Ok();
+  if (chunk_run(p)) {
+    g.tpr_div = FastDiv(g.tpr);
+    g.tpg_shift = log2_exact(g.tpg);
+    g.n_chunks = static_cast<uint32_t>(g.rows * g.tpr);
+    with_types(p.main.x.dtype, p.elem, [&](auto in, auto el) {
+      using In = typename decltype(in)::type;
+      if constexpr (sizeof(In) == 2) {
+        constexpr Elem E = decltype(el)::value;
+        quantize_chunks_kernel<In, E>
+            <<<grid_for(g.n_chunks, 256 * stream_chunks<In, E>()), 256, 0, stream>>>(g);
+      }
+    });
+    return detail::last_launch_status("quantize");
+  }
   if (g.tpr > kMaxLaunchThreads / 2) {
     return Status(StatusCode::kNotSupported, "quantize: rows longer than 2^34 elements on CUDA");
   }
@@ -334,8 +450,9 @@ Status launch_rows(const Problem& p, const uint32_t* amax, float* tensor_scale_o
 }
 
 // The tensor amax of x, reduced into `amax` in the reverse of the encoder's read order (see
-// amax_kernel): the row encoder's two streams (one launch: rows [0, row_half) and [row_half,
-// rows)), or the tile kernel's single stream (`tiled`).
+// amax_kernel): quantize_groups_kernel's two streams (one launch: rows [0, row_half) and
+// [row_half, rows)), or the single stream (`tiled`) of the tile kernel and of
+// quantize_chunks_kernel.
 Status launch_amax(const Problem& p, bool tiled, uint32_t* amax, cudaStream_t stream,
                    const detail::DeviceInfo& dev) {
   const Matrix& x = p.main.x;
@@ -394,7 +511,7 @@ Status quantize_cuda(const Problem& p, const Context& ctx) {
   bool encoded = false;  // by the one-pass kernel (amax and codes in one launch)
   if (tensor_amax && p.given_amax == nullptr) {
     DW_TRY(launch_onepass(p, amax, *info, stream, &encoded));
-    if (!encoded) DW_TRY(launch_amax(p, p.has_transposed, amax, stream, *info));
+    if (!encoded) DW_TRY(launch_amax(p, p.has_transposed || chunk_run(p), amax, stream, *info));
   }
   const uint32_t* amax_in = p.given_amax ? reinterpret_cast<const uint32_t*>(p.given_amax) : amax;
   // With the caller's amax the encoding kernel writes the tensor scale (the reduced amax, by

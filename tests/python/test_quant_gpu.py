@@ -254,6 +254,39 @@ def test_misaligned_input(seed):
         assert_same(deepwell.quantize(xg, fmt), deepwell.quantize(x, fmt), fmt + " misaligned")
 
 
+@pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_block1x128", "mxfp8", "mxfp4", "nvfp4"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_rows_of_whole_groups(fmt, dtype, seed):
+    """16-bit rows of whole groups run as one stream of 16-element chunks, 256 threads per CTA
+    and 3 or 4 chunks per thread (quantize_chunks_kernel): streams shorter than a CTA, ending at
+    and one chunk past a CTA's 768 / 1024 chunks, one-group rows, rows that end mid-CTA, plain
+    and swizzled scales. The same values one element off alignment take the general kernel."""
+    gen = torch.Generator().manual_seed(seed)
+    block = {"fp8_tensor": 16, "fp8_block1x128": 128, "nvfp4": 16}.get(fmt, 32)
+    tpg = block // 16
+    binades = 8 if dtype == torch.float16 else 20
+    for chunks, groups in ((tpg, 1), (768, 1), (768 + tpg, 1), (1024, 1), (1024 + tpg, 1),
+                           (2 * 1024 * tpg, 3), (3 * 1024 + 7 * tpg, 7)):
+        rows = max(chunks // (groups * tpg), 1)
+        shape = (rows, groups * block)
+        x = make_input(shape, gen, nonfinite=fmt not in ("fp8_tensor", "nvfp4"),
+                       binades=binades).to(dtype)
+        kws = [{}]
+        if fmt in ("fp8_tensor", "nvfp4"):
+            kws = [{"amax": x.float().abs().amax().reshape(1)}]
+        if fmt in ("mxfp8", "mxfp4", "nvfp4"):
+            kws.append(dict(kws[0], swizzle=True))
+        for kw in kws:
+            cpu = deepwell.quantize(x, fmt, **kw)
+            gkw = {k: (v.cuda() if torch.is_tensor(v) else v) for k, v in kw.items()}
+            assert_same(deepwell.quantize(x.cuda(), fmt, **gkw), cpu, f"{fmt} {dtype} {shape} {kw}")
+            buf = torch.empty(x.numel() + 1, dtype=dtype, device="cuda")
+            xg = buf[1:].view(shape)
+            xg.copy_(x)
+            assert xg.data_ptr() % 16 != 0
+            assert_same(deepwell.quantize(xg, fmt, **gkw), cpu, f"{fmt} {dtype} {shape} {kw} misaligned")
+
+
 @pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_row", "fp8_block1x128", "fp8_block128x128",
                                  "mxfp8", "mxfp4", "nvfp4"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
