@@ -4,9 +4,9 @@
 //
 // quantize_tile_kernel<In, Fmt>: Fmt (TileFormat) fixes the format and element type at compile
 // time, so the scale rule of a chunk is straight-line code. A 256-thread CTA walks
-// `tiles_per_cta` tiles of 128 rows x kTK columns (kTK = 128 for the 128-long groups of
-// kFp8Block1x128 / kFp8Block128x128, 64 otherwise) down one column strip of x (kMxfp8: along one
-// row strip, walks_along_k), double-buffered when it walks more than one (one tile buffer
+// `tiles_per_cta` tiles of 128 rows x kTK columns (tile_cols: 128, or 64 for NVFP4 and kFp8Row;
+// a 128-column CTA takes one tile) down one column strip of x (kMxfp8: along one row strip,
+// walks_along_k), double-buffered when it walks more than one (one tile buffer
 // otherwise): the 16-byte cp.async loads of tile t+1 are in flight while tile t is encoded (edge
 // tiles too, the units outside x zero-filled; only an x whose rows are not 16-byte aligned is
 // loaded with plain element loads).
@@ -85,7 +85,20 @@ constexpr int kMaxTilesPerCta = 4;
 // 0.784-0.791, 16384x8192 0.721 -> 0.756-0.759 (L2 write sectors 8.66 -> 7.73 M at 8192²); the
 // other formats lost 0-7 % along K (mxfp4 +T 0.632 -> 0.612, nvfp4 +T 0.351 -> 0.338, 1x128 +T
 // 16384x8192 0.725 -> 0.676, 128x128 16384x8192 0.974 -> 0.953), so they keep the rows walk.
+// Since session 59 an MXFP8 CTA takes one 128-column tile (tile_cols): its walk is that tile, the
+// row scales still gathered and stored once (the form measured).
 constexpr bool walks_along_k(QuantFormat f) { return f == QuantFormat::kMxfp8; }
+
+// Columns per tile: 128 where measured faster, 64 otherwise. A 128-column tile halves the per-tile
+// work per element (the tile's loads and barriers, the row pass's set-up, the column pass's unit
+// arithmetic). Measured (H200, session 59, one process, bf16, ratio to copy, 64 -> 128 columns
+// with one tile per CTA): mxfp8 +T 8192² 0.757 -> 0.808, 4096x8192 0.795 -> 0.825, 16384x8192
+// 0.759 -> 0.812; mxfp4 +T 0.627 -> 0.662, 0.615 -> 0.652, 0.609 -> 0.651; fp8_tensor `amax=` +T
+// 0.865 -> 0.867, 0.806 -> 0.861, 0.870 -> 0.886. NVFP4 lost (0.484 -> 0.426 at 8192²; its
+// encoder's registers leave fewer warps per SM) and fp8_row moved -4 % .. +1 %: both keep 64.
+constexpr int tile_cols(QuantFormat f) {
+  return f == QuantFormat::kNvfp4 || f == QuantFormat::kFp8Row ? 64 : 128;
+}
 
 // The format of a tile launch, fixed at compile time.
 template <QuantFormat F, Elem E>
@@ -101,7 +114,7 @@ struct TileFormat {
   static constexpr int kTpg = kBlock == 0 ? 1 : kBlock / kChunk;  // chunks (lanes) per group
   static constexpr int kShift = kBlock == 128 ? 7 : kBlock == 32 ? 5 : 4;  // log2(kBlock)
   static constexpr bool kBlock128 = F == QuantFormat::kFp8Block128x128;
-  static constexpr int kTK = F == QuantFormat::kFp8Block1x128 || kBlock128 ? 128 : 64;
+  static constexpr int kTK = tile_cols(F);
   static constexpr bool kWalkK = walks_along_k(F);
   static_assert(!kWalkK || (kBlock != 0 && F != QuantFormat::kFp8Block1x128),
                 "the along-K stage holds scale bytes");
@@ -714,13 +727,14 @@ TileParams tile_params(const Problem& p, const uint32_t* amax, int sm_count) {
   c.vec_ok = (reinterpret_cast<uintptr_t>(c.x) & 15u) == 0 && (c.K * in_size) % 16 == 0;
   c.stage_t = c.data_t && !p.traits.fp4 &&
               ((reinterpret_cast<uintptr_t>(c.data_t) & 15u) != 0 || c.ld_t % 16 != 0);
-  // About four waves of CTAs at 4 CTAs per SM, each walking 1..4 tiles (double-buffered).
-  const bool wide = p.format == QuantFormat::kFp8Block1x128 ||
-                    p.format == QuantFormat::kFp8Block128x128;
-  const int tk = wide ? 128 : 64;  // TileFormat::kTK: the heuristic counts this launch's tiles
+  // About four waves of CTAs at 4 CTAs per SM, each walking 1..4 tiles (double-buffered), for
+  // 64-column tiles; one tile per CTA for 128-column ones (session 59: mxfp8 +T 16384x8192 0.778
+  // -> 0.812 against three, mxfp4 0.628 -> 0.651; 1x128 within 0.5 %, as 128x128 in session 57).
+  const int tk = tile_cols(p.format);  // TileFormat::kTK
   c.col_tiles = (c.K + tk - 1) / tk;
   const int64_t tiles = c.row_tiles * c.col_tiles;
-  c.tiles_per_cta = std::clamp<int64_t>(tiles / (int64_t{sm_count} * 16), 1, kMaxTilesPerCta);
+  c.tiles_per_cta =
+      tk == 128 ? 1 : std::clamp<int64_t>(tiles / (int64_t{sm_count} * 16), 1, kMaxTilesPerCta);
   c.nbuf = c.tiles_per_cta > 1 ? 2 : 1;  // a second buffer only pays when there is a next tile
   c.along_k = walks_along_k(p.format) && c.col_tiles >= c.tiles_per_cta;
   return c;

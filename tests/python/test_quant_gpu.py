@@ -150,13 +150,13 @@ def test_transposed_copy_bit_identical(fmt, elem, rule, dtype, seed):
 @pytest.mark.parametrize("fmt", ["mxfp8", "mxfp4", "nvfp4", "fp8_block1x128", "fp8_block128x128",
                                  "fp8_tensor", "fp8_row"])
 def test_transposed_copy_long_walks(fmt, seed):
-    """x large enough that a tile-kernel CTA walks two tiles (over 16 tiles per SM on 132 SMs),
-    with a ragged last row tile, a ragged last column tile and a last walk of one tile: every code
-    and scale equals the CPU reference's. mxfp8 walks along K (the row scale bytes gathered per
-    CTA), and down rows where a row has fewer tiles than a walk (K = 64)."""
+    """x large enough that a CTA of 64-column tiles (nvfp4, fp8_row) walks two tiles (over 16
+    tiles per SM on 132 SMs), with a ragged last row tile, a ragged last column tile and a last
+    walk of one tile: every code and scale equals the CPU reference's. The other formats take one
+    128-column tile per CTA (tile_cols), over the same ragged edges; mxfp8 gathers its row scale
+    bytes per CTA (walks_along_k), also for K = 64 (a half-empty tile)."""
     gen = torch.Generator().manual_seed(seed)
-    wide = fmt in ("fp8_block1x128", "fp8_block128x128")  # 128-column tiles
-    shapes = [(8200, 8224) if wide else (4128, 8224)]
+    shapes = [(4128, 8224)]
     if fmt == "mxfp8":
         shapes.append((4224 * 128 + 32, 64))
     for R, K in shapes:
