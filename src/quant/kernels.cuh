@@ -412,7 +412,7 @@ struct Mx4Packed {
 
   // The scale byte sb = e + 127 is in range (NaN's 0xff is not).
   static __device__ __forceinline__ bool usable(uint32_t sb) {
-    return sb - (127u + kEMin) <= static_cast<uint32_t>(kEMax - kEMin);
+    return sb - static_cast<uint32_t>(127 + kEMin) <= static_cast<uint32_t>(kEMax - kEMin);
   }
   // 16-bit bits of 2^(k - e) for a lane with scale byte sb
   static __device__ __forceinline__ uint32_t pow2(uint32_t sb, int k) {
