@@ -5,7 +5,8 @@
 //    elements of a row (NVFP4, MX, 1x128) and kFp8Tensor. A group is held by block/16 adjacent
 //    lanes that combine their amax with shuffles, so x is read once.
 //  - quantize_chunks_kernel: the same for 16-bit x whose rows are whole groups (the common case),
-//    x walked as one flat run of chunks, several per thread, with 32-bit indices.
+//    x walked as one flat run of chunks, several per thread, with 32-bit indices, one instance
+//    per format.
 //  - quantize_per_row_kernel: kFp8Row. tpr threads per row (a power of two up to 256) reduce the
 //    row's amax, then re-read the row (from L1/L2) to encode it.
 //  - amax_kernel + finalize_tensor_scale: the per-tensor amax of kFp8Tensor and kNvfp4, two
@@ -48,7 +49,6 @@ struct GroupParams {
   FastDiv tpr_div;
   // quantize_chunks_kernel: x as one run of n_chunks 16-element chunks, tpr of them per row
   uint32_t n_chunks;
-  int tpg_shift;  // log2(tpg)
 };
 
 // A thread encodes the chunk at column c0 of two rows, rl and rl + row_half: both chunks' loads
@@ -57,14 +57,34 @@ struct GroupParams {
 // thread, with the same instruction count: the gain is the loads in flight).
 constexpr int kGroupRows = 2;
 
+// Helpers shared by both row kernels take the format as `int kF`: a QuantFormat fixed at compile
+// time (quantize_chunks_kernel), or -1 for p.format at run time (quantize_groups_kernel).
+// The call's format.
+template <int kF>
+__device__ __forceinline__ QuantFormat format_of(const GroupParams& p) {
+  return kF >= 0 ? static_cast<QuantFormat>(kF) : p.format;
+}
+// Chunks per scale group: fixed by kF, else p.tpg.
+template <int kF>
+__device__ __forceinline__ int tpg_of(const GroupParams& p) {
+  if constexpr (kF < 0) {
+    return p.tpg;
+  } else {
+    constexpr QuantFormat f = static_cast<QuantFormat>(kF);
+    return f == QuantFormat::kFp8Block1x128 ? 8
+           : f == QuantFormat::kMxfp8 || f == QuantFormat::kMxfp4 ? 2 : 1;
+  }
+}
+
 // kFp8Tensor: the tensor scale; kNvfp4: s_t; 0 for the other formats. `first`: the thread that
 // writes it where the caller gave the amax.
-template <class In, Elem E>
+template <class In, Elem E, int kF = -1>
 __device__ __forceinline__ float group_tensor_scale(const GroupParams& p, bool first) {
   float tensor_s = 0.0f;
-  if (p.format == QuantFormat::kFp8Tensor) {
+  const QuantFormat f = format_of<kF>(p);
+  if (f == QuantFormat::kFp8Tensor) {
     tensor_s = fp32_scale(tensor_amax_bits(p.amax), elem_info(E), p.pow2);
-  } else if (p.format == QuantFormat::kNvfp4) {
+  } else if (f == QuantFormat::kNvfp4) {
     tensor_s = nvfp4_tensor_scale(tensor_amax_bits(p.amax));
   }
   if (p.tensor_scale_out != nullptr && first) *p.tensor_scale_out = tensor_s;
@@ -73,10 +93,11 @@ __device__ __forceinline__ float group_tensor_scale(const GroupParams& p, bool f
 
 // The amax bits of a chunk's group: the tpg adjacent, aligned lanes of the group combine theirs.
 // Every lane of the warp must call it (shuffles).
-template <class In>
+template <class In, int kF = -1>
 __device__ __forceinline__ uint32_t group_amax(const GroupParams& p, const RowChunk<In>& x) {
   uint32_t amax = x.amax();
-  for (int o = 1; o < p.tpg; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const int tpg = tpg_of<kF>(p);
+  for (int o = 1; o < tpg; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
   return amax;
 }
 
@@ -84,14 +105,16 @@ __device__ __forceinline__ uint32_t group_amax(const GroupParams& p, const RowCh
 // group (by its `writer` lane), and the chunk's codes in w. kSlow: the form of the exact-division
 // fallback (kernels.cuh, SlowDivision), as measured per kernel.
 template <class In, Elem E,
-          SlowDivision kSlow = E == Elem::kE2M1 ? SlowDivision::kUnrolled : SlowDivision::kLooped>
+          SlowDivision kSlow = E == Elem::kE2M1 ? SlowDivision::kUnrolled : SlowDivision::kLooped,
+          int kF = -1>
 __device__ __forceinline__ void scale_and_encode(const GroupParams& p, const RowChunk<In>& x,
                                                  uint32_t amax, int64_t r, int64_t g, bool writer,
                                                  float tensor_s, const Fp32Divider& by6,
                                                  const Fp32Divider& by_st, uint32_t (&w)[4]) {
   const ElemInfo info = elem_info(E);
   ChunkScale cs{ChunkScale::kFp32, tensor_s, 0};
-  switch (p.format) {
+  const QuantFormat f = format_of<kF>(p);
+  switch (f) {
     case QuantFormat::kFp8Tensor:
       break;
     case QuantFormat::kFp8Block1x128:
@@ -106,9 +129,9 @@ __device__ __forceinline__ void scale_and_encode(const GroupParams& p, const Row
       cs = {ChunkScale::kMx, 0.0f, mx_scale(amax, info, p.rceil)};
       break;
   }
-  if (writer && p.format != QuantFormat::kFp8Tensor) {  // the group's scale, once per group
+  if (writer && f != QuantFormat::kFp8Tensor) {  // the group's scale, once per group
     const int64_t si = group_scale_offset(p.swizzle, p.C, r, g);
-    if (p.format == QuantFormat::kFp8Block1x128) {
+    if (f == QuantFormat::kFp8Block1x128) {
       static_cast<float*>(p.scales)[si] = cs.s;
     } else {
       static_cast<uint8_t*>(p.scales)[si] = cs.sb;
@@ -153,25 +176,28 @@ __global__ void __launch_bounds__(256, 4) quantize_groups_kernel(const GroupPara
 // 16 i of x and of the codes: CTA b encodes chunks (b U + k) 256 + threadIdx.x for k < U
 // (stream_chunks), so a warp reads 1 KB of x per step, a thread's loads are all in flight before
 // its first code, and the per-thread setup (parameters, the tensor scale) is shared by U chunks.
+// The format F is a template parameter (one instance per format and element type), so the
+// chunk's scale rule, group width and scale store are straight-line code.
 // quantize_groups_kernel, which any shape takes, spends 745 instructions per thread on two
 // chunks of NVFP4 (ncu, H200, bf16 8192^2 `amax=`): the encoders 356, the rest row and column
-// arithmetic in 64 bits, bounds, and the setup. Here 1231 for four chunks (19 per element
-// against 23), and NVFP4 `amax=` rows 0.67 -> 0.78 of copy (perf-notes, quantization session 59).
-// Needs x 16-byte aligned, codes 16-byte (fp8) / 8-byte (fp4) aligned and fewer than 2^31
-// chunks (chunk_run). The exact-division fallback is looped (SlowDivision): unrolled, NVFP4 and
-// MXFP4 were 1-2 % slower here.
+// arithmetic in 64 bits, bounds, and the setup. With the format read at run time this kernel
+// took 1231 for four chunks (19 per element against 23): NVFP4 `amax=` rows 0.67 -> 0.78 of copy;
+// with the format fixed 0.78 -> 0.87 (mxfp4 0.94 -> 0.97, 1x128 0.96 -> 0.97; perf-notes,
+// quantization session 59). Needs x 16-byte aligned, codes 16-byte (fp8) / 8-byte (fp4) aligned
+// and fewer than 2^31 chunks (chunk_run). The exact-division fallback is looped (SlowDivision):
+// unrolled, NVFP4 and MXFP4 were 1-2 % slower here.
 //
-// U = 4 chunks per thread (32 registers of x), 3 for f16 x to e2m1: at 4 its instance spills at
-// the 64 registers of 4 CTAs per SM (f16's NVFP4 bounds take more registers than bf16's).
-template <class In, Elem E>
-constexpr int stream_chunks() {
-  return std::is_same_v<In, __half> && E == Elem::kE2M1 ? 3 : 4;
-}
+// U = 4 chunks per thread (32 registers of x), 3 for NVFP4: at 4 its instances spill at the 64
+// registers of 4 CTAs per SM (bf16 4 bytes; three measured within 0.5-1 % of four: 0.870 / 0.874
+// at 8192², 0.830 / 0.838 at 16384x8192).
+constexpr int stream_chunks(QuantFormat f) { return f == QuantFormat::kNvfp4 ? 3 : 4; }
 
-template <class In, Elem E>
+template <class In, QuantFormat F, Elem E>
 __global__ void __launch_bounds__(256, 4) quantize_chunks_kernel(const GroupParams p) {
   static_assert(sizeof(In) == 2, "16-bit inputs: a chunk is two 16-byte loads");
-  constexpr int kU = stream_chunks<In, E>();
+  static_assert(F != QuantFormat::kFp8Row && F != QuantFormat::kFp8Block128x128,
+                "group formats and kFp8Tensor");
+  constexpr int kF = static_cast<int>(F), kU = stream_chunks(F);
   const uint32_t first = blockIdx.x * (256u * kU) + threadIdx.x;
   RowChunk<In> x[kU];
 #pragma unroll
@@ -187,18 +213,19 @@ __global__ void __launch_bounds__(256, 4) quantize_chunks_kernel(const GroupPara
       x[k].w[4 * h + 3] = u.w;
     }
   }
-  const float tensor_s = group_tensor_scale<In, E>(p, first == 0);
+  const float tensor_s = group_tensor_scale<In, E, kF>(p, first == 0);
   const Fp32Divider by6(6.0f), by_st(tensor_s);
+  const int tpg = tpg_of<kF>(p);
 #pragma unroll
   for (int k = 0; k < kU; ++k) {
-    const uint32_t amax = group_amax(p, x[k]);
+    const uint32_t amax = group_amax<In, kF>(p, x[k]);
     const uint32_t i = first + k * 256u;
     if (i >= p.n_chunks) continue;
     const uint32_t r = p.tpr_div.div(i);
     const uint32_t c = i - r * static_cast<uint32_t>(p.tpr);  // chunk within the row
     uint32_t w[4];
-    scale_and_encode<In, E, SlowDivision::kLooped>(p, x[k], amax, r, c >> p.tpg_shift,
-                                                   (i & (p.tpg - 1)) == 0, tensor_s, by6, by_st, w);
+    scale_and_encode<In, E, SlowDivision::kLooped, kF>(p, x[k], amax, r, c / tpg,
+                                                       (i & (tpg - 1)) == 0, tensor_s, by6, by_st, w);
     if constexpr (E == Elem::kE2M1) {
       reinterpret_cast<uint2*>(p.data)[i] = make_uint2(w[0], w[1]);
     } else {
@@ -395,6 +422,36 @@ bool chunk_run(const Problem& p) {
          (reinterpret_cast<uintptr_t>(p.main.data) & (code_align - 1)) == 0;
 }
 
+// The quantize_chunks_kernel instance of the call's format and element type (16-bit In).
+template <class In, QuantFormat F>
+void launch_chunks_of(Elem e, const GroupParams& g, cudaStream_t stream) {
+  auto go = [&](auto el) {
+    constexpr Elem E = decltype(el)::value;
+    quantize_chunks_kernel<In, F, E>
+        <<<grid_for(g.n_chunks, 256 * stream_chunks(F)), 256, 0, stream>>>(g);
+  };
+  if constexpr (F == QuantFormat::kMxfp4 || F == QuantFormat::kNvfp4) {
+    go(ElemTag<Elem::kE2M1>{});
+  } else if (e == Elem::kE5M2) {
+    go(ElemTag<Elem::kE5M2>{});
+  } else {
+    go(ElemTag<Elem::kE4M3>{});
+  }
+}
+template <class In>
+void launch_chunks(QuantFormat f, Elem e, const GroupParams& g, cudaStream_t stream) {
+  switch (f) {
+    case QuantFormat::kFp8Tensor: launch_chunks_of<In, QuantFormat::kFp8Tensor>(e, g, stream); break;
+    case QuantFormat::kFp8Block1x128:
+      launch_chunks_of<In, QuantFormat::kFp8Block1x128>(e, g, stream);
+      break;
+    case QuantFormat::kMxfp8: launch_chunks_of<In, QuantFormat::kMxfp8>(e, g, stream); break;
+    case QuantFormat::kMxfp4: launch_chunks_of<In, QuantFormat::kMxfp4>(e, g, stream); break;
+    case QuantFormat::kNvfp4: launch_chunks_of<In, QuantFormat::kNvfp4>(e, g, stream); break;
+    default: break;  // chunk_run() excludes kFp8Row and kFp8Block128x128
+  }
+}
+
 Status launch_rows(const Problem& p, const uint32_t* amax, float* tensor_scale_out,
                    cudaStream_t stream) {
   GroupParams g = group_params(p, p.main, amax, tensor_scale_out);
@@ -419,16 +476,12 @@ Status launch_rows(const Problem& p, const uint32_t* amax, float* tensor_scale_o
   if (g.cols == 0) return Status::Ok();
   if (chunk_run(p)) {
     g.tpr_div = FastDiv(g.tpr);
-    g.tpg_shift = log2_exact(g.tpg);
     g.n_chunks = static_cast<uint32_t>(g.rows * g.tpr);
-    with_types(p.main.x.dtype, p.elem, [&](auto in, auto el) {
-      using In = typename decltype(in)::type;
-      if constexpr (sizeof(In) == 2) {
-        constexpr Elem E = decltype(el)::value;
-        quantize_chunks_kernel<In, E>
-            <<<grid_for(g.n_chunks, 256 * stream_chunks<In, E>()), 256, 0, stream>>>(g);
-      }
-    });
+    if (p.main.x.dtype == DType::kF16) {
+      launch_chunks<__half>(p.format, p.elem, g, stream);
+    } else {
+      launch_chunks<__nv_bfloat16>(p.format, p.elem, g, stream);
+    }
     return detail::last_launch_status("quantize");
   }
   if (g.tpr > kMaxLaunchThreads / 2) {
