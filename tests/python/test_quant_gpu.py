@@ -123,11 +123,19 @@ def test_given_amax_bit_identical(fmt, dtype, transpose, seed):
 
 @pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_row", "fp8_block1x128"])
 def test_pow2_scales_bit_identical(fmt, seed):
+    """Power-of-two scales: rows of partial groups (the general row kernels) and of whole groups
+    (quantize_chunks_kernel; fp8_tensor there with `amax=`)."""
     gen = torch.Generator().manual_seed(seed)
-    x = make_input((300, 520), gen, nonfinite=fmt != "fp8_tensor").bfloat16()
-    cpu = deepwell.quantize(x, fmt, pow2_scales=True)
-    gpu = deepwell.quantize(x.cuda(), fmt, pow2_scales=True)
-    assert_same(gpu, cpu, fmt)
+    for shape in [(300, 520), (257, 1024)]:
+        x = make_input(shape, gen, nonfinite=fmt != "fp8_tensor").bfloat16()
+        kws = [{}]
+        if fmt == "fp8_tensor":
+            kws.append({"amax": x.float().abs().amax().reshape(1)})
+        for kw in kws:
+            cpu = deepwell.quantize(x, fmt, pow2_scales=True, **kw)
+            gkw = {k: v.cuda() for k, v in kw.items()}
+            gpu = deepwell.quantize(x.cuda(), fmt, pow2_scales=True, **gkw)
+            assert_same(gpu, cpu, f"{fmt} {shape} {list(kw)}")
 
 
 @pytest.mark.parametrize("fmt,elem,rule", cases())
