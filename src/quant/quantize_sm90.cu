@@ -409,12 +409,15 @@ GroupParams group_params(const Problem& p, const Target& t, const uint32_t* amax
   return g;
 }
 
-// Whether a row call runs quantize_chunks_kernel: a group format (not kFp8Row) on 16-bit x whose
+// Whether a row call runs quantize_chunks_kernel: a group format or kFp8Tensor on 16-bit x whose
 // rows are whole groups, x 16-byte and the codes 16-byte (fp8) / 8-byte (fp4) aligned, and fewer
 // than 2^31 chunks (32-bit chunk indices and FastDiv).
 bool chunk_run(const Problem& p) {
   const Matrix& x = p.main.x;
-  if (p.format == QuantFormat::kFp8Row || x.dtype == DType::kF32) return false;
+  if (p.format == QuantFormat::kFp8Row || p.format == QuantFormat::kFp8Block128x128 ||
+      x.dtype == DType::kF32) {
+    return false;
+  }
   const int64_t block = p.traits.block == 0 ? kChunk : p.traits.block;
   const uintptr_t code_align = p.elem == Elem::kE2M1 ? 8 : 16;
   return x.cols > 0 && x.cols % block == 0 && x.rows * (x.cols / kChunk) < (int64_t{1} << 31) &&
