@@ -15,7 +15,7 @@ struct FormatTraits {
   DType scale_dtype;
 };
 
-inline FormatTraits format_traits(QuantFormat f) {
+constexpr FormatTraits format_traits(QuantFormat f) {
   switch (f) {
     case QuantFormat::kFp8Tensor: return {0, false, false, DType::kF32};
     case QuantFormat::kFp8Row: return {0, false, false, DType::kF32};

@@ -64,15 +64,14 @@ template <int kF>
 __device__ __forceinline__ QuantFormat format_of(const GroupParams& p) {
   return kF >= 0 ? static_cast<QuantFormat>(kF) : p.format;
 }
-// Chunks per scale group: fixed by kF, else p.tpg.
+// Chunks per scale group (group_params' tpg): fixed by kF, else p.tpg.
 template <int kF>
 __device__ __forceinline__ int tpg_of(const GroupParams& p) {
   if constexpr (kF < 0) {
     return p.tpg;
   } else {
-    constexpr QuantFormat f = static_cast<QuantFormat>(kF);
-    return f == QuantFormat::kFp8Block1x128 ? 8
-           : f == QuantFormat::kMxfp8 || f == QuantFormat::kMxfp4 ? 2 : 1;
+    constexpr int block = format_traits(static_cast<QuantFormat>(kF)).block;
+    return block == 0 ? 1 : block / kChunk;
   }
 }
 
