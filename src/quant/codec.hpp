@@ -422,13 +422,15 @@ DW_QHD int ceil_log2_ratio(uint32_t amax_bits, const ElemInfo& info) {
 // MX (UE8M0) scale byte of a block with the given amax (as abs bits).
 //   floor: E = floor(log2 amax) - emax_elem;   rceil: E = ceil(log2(amax / max_normal))
 // E is clamped to [-127, 127]; a zero (or fp32-subnormal) amax gives E = -127; NaN/Inf -> 0xff.
+// Branch-free (selects only; a GPU chunk computes one per group): the byte is E + 127 =
+// clamp(exponent field - emax (+ 1), 0, 254); a zero or subnormal amax has field 0, and
+// -emax + 1 <= 0 clamps it to byte 0 (E = -127). Checked against the branchy form (early returns
+// for NaN/Inf and non-normal amaxes) for every amax bit pattern, rule and element type.
 DW_QHD uint8_t mx_scale(uint32_t amax_bits, const ElemInfo& info, bool rceil) {
-  if (amax_bits >= kF32Inf) return 0xff;
-  if (amax_bits < kF32MinNormal) return 0;  // floor(log2) <= -127 - emax: clamps to -127
-  int e = rceil ? ceil_log2_ratio(amax_bits, info)
-                : static_cast<int>(amax_bits >> 23) - 127 - info.emax;
-  e = e < -127 ? -127 : (e > 127 ? 127 : e);
-  return static_cast<uint8_t>(e + 127);
+  const int up = rceil && (amax_bits & 0x7fffffu) > info.max_mant ? 1 : 0;
+  int b = static_cast<int>(amax_bits >> 23) - info.emax + up;
+  b = b < 0 ? 0 : (b > 254 ? 254 : b);
+  return amax_bits >= kF32Inf ? uint8_t{0xff} : static_cast<uint8_t>(b);
 }
 
 // 1 / 2^(byte - 127), exact for every byte but 0xff (the caller handles NaN scales); byte 254

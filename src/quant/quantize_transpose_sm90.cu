@@ -2,8 +2,9 @@
 // data = quantize(x) and data_t = quantize(x^T) of a 2-D, contiguous x (R, K), both from ONE read
 // of x; kFp8Block128x128 (any batch, with or without data_t) goes through the same kernel.
 //
-// quantize_tile_kernel<In, Fmt>: Fmt (TileFormat) fixes the format and element type at compile
-// time, so the scale rule of a chunk is straight-line code. A 256-thread CTA walks
+// quantize_tile<In, Fmt> (the kernels quantize_tile_kernel and _kernel4): Fmt (TileFormat) fixes
+// the format and element type at compile time, so the scale rule of a chunk is straight-line
+// code. A 256-thread CTA walks
 // `tiles_per_cta` tiles of 128 rows x kTK columns (tile_cols: 128, or 64 for NVFP4 and kFp8Row;
 // a 128-column CTA takes one tile) down one column strip of x (kMxfp8: along one row strip,
 // walks_along_k), double-buffered when it walks more than one (one tile buffer
@@ -31,6 +32,9 @@
 // behind __syncwarp) and 8 lanes write each data_t row segment: 16-byte stores from its first
 // 16-byte boundary on, bytes before and after (instead of 16 single-byte stores per lane).
 // Scales and codes come from codec.hpp through encode_chunk, exactly as the row kernels.
+// Lean addressing (TileParams::lean, where TileFormat::kLean): without a scale swizzle and with
+// aligned whole-chunk stores, a tile computes its output bases once and each chunk adds one
+// 32 x 32 -> 64-bit product instead of its own 64-bit row arithmetic and alignment checks.
 //
 // kFp8Tensor and kNvfp4 read the tensor amax of launch_amax (quantize_sm90.cu) or the caller's;
 // kFp8Row first reduces the row and the column amaxes of x in one pass (rowcol_amax_kernel,
@@ -73,6 +77,13 @@ struct TileParams {
   // (along_k, walks_along_k formats): tiles_per_cta column tiles along row tile tile_row0 +
   // blockIdx.y, the row scale bytes gathered in shared memory and stored once per CTA.
   bool along_k;
+  // Lean addressing: no scale swizzle, whole-chunk code stores aligned (K, and ld_t with data_t,
+  // multiples of 16 codes; the code pointers 16-byte (fp4: 8-byte) aligned, no stage_t) and the
+  // strides below fit 32 bits. A tile then computes its output bases once in 64 bits and a chunk
+  // adds one 32 x 32 -> 64-bit product (a chunk's general address cost ~15 instructions).
+  bool lean;
+  uint32_t ld_codes, ld_codes_t;  // bytes between rows of data and of data_t
+  uint32_t C32, Ct32;             // C and Ct
 };
 
 // Tiles one CTA walks at most (the stage of along_k's row scales is sized for it).
@@ -116,6 +127,13 @@ struct TileFormat {
   static constexpr bool kBlock128 = F == QuantFormat::kFp8Block128x128;
   static constexpr int kTK = tile_cols(F);
   static constexpr bool kWalkK = walks_along_k(F);
+  // Lean addressing (TileParams::lean) is compiled where it measured faster (H200, session 60,
+  // bf16 +T, ratio to copy, without -> with, together with the branch-free mx_scale): mxfp4
+  // 8192² 0.677 -> 0.725, 16384x8192 0.640 -> 0.684; fp8_tensor `amax=` 0.857 -> 0.879; mxfp8
+  // 0.809 -> 0.816; nvfp4 `amax=` 0.480 both. The FP32-scale formats lost 0.5-1 % (1x128 0.724 ->
+  // 0.720, 128x128 0.847 -> 0.841, fp8_row 0.499 -> 0.497) and keep the general addresses.
+  static constexpr bool kLean = F == QuantFormat::kMxfp4 || F == QuantFormat::kMxfp8 ||
+                                F == QuantFormat::kNvfp4 || F == QuantFormat::kFp8Tensor;
   static_assert(!kWalkK || (kBlock != 0 && F != QuantFormat::kFp8Block1x128),
                 "the along-K stage holds scale bytes");
   static_assert(kBlock == 0 || (1 << kShift) == kBlock, "kShift is log2(kBlock)");
@@ -256,8 +274,24 @@ struct TileShape {
   }
 };
 
+// Bytes of n codes of element type E (n even for e2m1).
+template <Elem E>
+__device__ __forceinline__ int64_t code_bytes(int64_t n) {
+  return E == Elem::kE2M1 ? n >> 1 : n;
+}
+
+// One whole 16-code chunk at an aligned address (lean addressing).
+template <Elem E>
+__device__ __forceinline__ void store_full_chunk(uint8_t* dst, const uint32_t (&w)[4]) {
+  if constexpr (E == Elem::kE2M1) {
+    *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
+  } else {
+    *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+}
+
 template <class In, class Fmt>
-__global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParams p) {
+__device__ __forceinline__ void quantize_tile(const TileParams& p) {
   constexpr int TK = Fmt::kTK, kTpg = Fmt::kTpg;
   constexpr Elem E = Fmt::kElem;
   constexpr QuantFormat F = Fmt::kFormat;
@@ -353,6 +387,7 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
     int64_t r0, c0;
     int nrows, ncols;
     tile_at(t, r0, nrows, c0, ncols);
+    const bool lean = Fmt::kLean && p.lean;
     if (p.vec_ok) {
       if (next) {
         cp_async_wait<1>();
@@ -398,6 +433,9 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
     // 1. rows of x -> data. Thread: chunk column cq, rows rr0 + i * kThreads / kCpr.
     {
       const int cq = tid % S::kCpr, cc = cq * kChunk, rr0 = tid / S::kCpr;
+      // lean: this thread's column of the tile's codes and scales
+      uint8_t* const data0 = p.data + code_bytes<E>(r0 * p.K + c0 + cc);
+      const int64_t scale0 = r0 * p.C + ((c0 + cc) >> Fmt::kShift);
 #pragma unroll
       for (int i = 0; i < S::kRowChunks; ++i) {
         const int rr = rr0 + i * (kThreads / S::kCpr);
@@ -424,6 +462,8 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
             if (along_k) {
               row_scale_stage[rr * kStageGroups + (t - t_begin) * kGroupsPerTile +
                               (cc >> Fmt::kShift)] = cs.sb;
+            } else if (lean) {
+              store_scale<Fmt>(p.scales, scale0 + uint64_t{static_cast<uint32_t>(rr)} * p.C32, cs);
             } else {
               store_scale<Fmt>(p.scales,
                                group_scale_offset(p.swizzle, p.C, r, (c0 + cc) >> Fmt::kShift), cs);
@@ -432,7 +472,11 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
         }
         uint32_t w[4];
         encode_row_chunk<In, E>(x, cs, w);
-        store_chunk<E>(p.data, r * p.K + c0 + cc, min(ncols - cc, kChunk), w);
+        if (lean) {  // K is a multiple of 16: a chunk inside x is whole
+          store_full_chunk<E>(data0 + uint64_t{static_cast<uint32_t>(rr)} * p.ld_codes, w);
+        } else {
+          store_chunk<E>(p.data, r * p.K + c0 + cc, min(ncols - cc, kChunk), w);
+        }
       }
     }
 
@@ -441,6 +485,10 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
     if (p.data_t) {
       const int ch = tid & 7, cp0 = tid >> 3;
       const int nr = min(nrows - ch * kChunk, kChunk);  // rows of this chunk inside x
+      // lean: the tile's data_t codes and scales_t at this thread's rows (column 0 of the tile)
+      uint8_t* const data_t0 = p.data_t + code_bytes<E>(c0 * p.ld_t + r0 + ch * kChunk);
+      const int64_t scale_t0 = c0 * p.Ct + ((r0 + ch * kChunk) >> Fmt::kShift);
+      const bool lean_t = lean && nr == kChunk;
 #pragma unroll
       for (int i = 0; i < S::kColUnits; ++i) {
         const int cp = cp0 + i * (kThreads / 8);
@@ -476,8 +524,13 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
             cs[h] = chunk_scale<Fmt>(p, ColPair<In>::amax(m, h), s, by6, by_st);
             if constexpr (Fmt::kBlock != 0) {
               if ((ch & (kTpg - 1)) == 0 && cc < ncols) {
-                store_scale<Fmt>(p.scales_t,
-                                 group_scale_offset(p.swizzle, p.Ct, k, r >> Fmt::kShift), cs[h]);
+                if (lean) {
+                  store_scale<Fmt>(p.scales_t,
+                                   scale_t0 + uint64_t{static_cast<uint32_t>(cc)} * p.Ct32, cs[h]);
+                } else {
+                  store_scale<Fmt>(p.scales_t,
+                                   group_scale_offset(p.swizzle, p.Ct, k, r >> Fmt::kShift), cs[h]);
+                }
               }
             }
           }
@@ -507,6 +560,8 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
             if (!kFp4 && p.stage_t) {  // local column 2 (cp % 4) + h of this warp's stage
               *reinterpret_cast<uint4*>(stage + (2 * (cp & 3) + h) * kTileR + ch * kChunk) =
                   make_uint4(w[0], w[1], w[2], w[3]);
+            } else if (lean_t) {
+              store_full_chunk<E>(data_t0 + uint64_t{static_cast<uint32_t>(cc)} * p.ld_codes_t, w);
             } else {
               store_chunk<E>(p.data_t, k * p.ld_t + r, nr, w);
             }
@@ -568,6 +623,22 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParam
       }
     }
   }
+}
+
+// The kernels around quantize_tile. Four CTAs per SM (at most 64 registers) for 16-bit inputs,
+// where the encoders fit: left to itself the compiler took 66 for bf16 MXFP4 (three CTAs). NVFP4
+// (68) and f32 inputs keep the plain bound: a minimum of 3 made the compiler take 80 registers
+// and spill in NVFP4.
+template <class In, class Fmt>
+constexpr bool kTileFour = sizeof(In) == 2 && Fmt::kFormat != QuantFormat::kNvfp4;
+
+template <class In, class Fmt>
+__global__ void __launch_bounds__(kThreads, 4) quantize_tile_kernel4(const TileParams p) {
+  quantize_tile<In, Fmt>(p);
+}
+template <class In, class Fmt>
+__global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const TileParams p) {
+  quantize_tile<In, Fmt>(p);
 }
 
 // Row and column amaxes of x (R, K) in one read, for kFp8Row with the transposed copy: a CTA
@@ -655,7 +726,12 @@ void with_input(DType in, Fn&& fn) {
 template <class In, class Fmt>
 Status launch_tile(const TileParams& base, cudaStream_t stream) {
   const size_t smem = TileShape<In, Fmt::kTK>::smem_bytes(base.stage_t, base.nbuf);
-  auto* kernel = quantize_tile_kernel<In, Fmt>;
+  void (*kernel)(const TileParams);
+  if constexpr (kTileFour<In, Fmt>) {
+    kernel = quantize_tile_kernel4<In, Fmt>;
+  } else {
+    kernel = quantize_tile_kernel<In, Fmt>;
+  }
   if (smem > 48 * 1024) {
     DW_CUDA_TRY("quantize", cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  static_cast<int>(smem)));
@@ -737,6 +813,22 @@ TileParams tile_params(const Problem& p, const uint32_t* amax, int sm_count) {
       tk == 128 ? 1 : std::clamp<int64_t>(tiles / (int64_t{sm_count} * 16), 1, kMaxTilesPerCta);
   c.nbuf = c.tiles_per_cta > 1 ? 2 : 1;  // a second buffer only pays when there is a next tile
   c.along_k = walks_along_k(p.format) && c.col_tiles >= c.tiles_per_cta;
+  // lean addressing (TileParams::lean)
+  const int code_align = p.traits.fp4 ? 8 : 16;
+  const auto aligned = [&](const void* q) {
+    return reinterpret_cast<uintptr_t>(q) % code_align == 0;
+  };
+  const int64_t ld_codes = p.traits.fp4 ? c.K / 2 : c.K;
+  const int64_t ld_codes_t = p.traits.fp4 ? c.ld_t / 2 : c.ld_t;
+  constexpr int64_t k32 = int64_t{1} << 31;
+  c.lean = !c.swizzle && c.K % kChunk == 0 && aligned(c.data) && ld_codes < k32 && c.C < k32 &&
+           (c.data_t == nullptr ||
+            (!c.stage_t && c.ld_t % kChunk == 0 && aligned(c.data_t) && ld_codes_t < k32 &&
+             c.Ct < k32));
+  c.ld_codes = static_cast<uint32_t>(ld_codes);
+  c.ld_codes_t = static_cast<uint32_t>(ld_codes_t);
+  c.C32 = static_cast<uint32_t>(c.C);
+  c.Ct32 = static_cast<uint32_t>(c.Ct);
   return c;
 }
 
