@@ -482,6 +482,31 @@ def test_dequantize_every_code_and_scale(fmt, elem, out_dtype, seed):
     assert_same((gpu,), (cpu,), f"dequantize {fmt} {elem} every code -> {out_dtype}")
 
 
+@pytest.mark.parametrize("fmt", FP4)
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_dequantize_fp4_every_code_and_scale(fmt, out_dtype, seed):
+    """Every pair of fp4 codes under every scale byte (UE8M0 0 = 2^-127 and 0xff = NaN; UE4M3
+    with its NaN bytes and sign bit) and NVFP4 tensor scales from zero and subnormal to infinity
+    and NaN: the kernel's table decode (multipliers that cannot make a NaN) and its general path
+    must both give the reference's bits, subnormal and overflowing products included."""
+    gen = torch.Generator().manual_seed(seed)
+    shape = (192, 1024)
+    q = deepwell.quantize(torch.randn(shape, generator=gen), fmt)
+    data = torch.randint(0, 256, q[0].shape, generator=gen, dtype=torch.uint8)
+    scales = torch.randint(0, 256, q[1].shape, generator=gen, dtype=torch.uint8).view(q[1].dtype)
+    tensor_scales = [None]
+    if fmt == "nvfp4":
+        tensor_scales = [q[2], torch.tensor([0.0]), torch.tensor([1e-45]), torch.tensor([2.0 ** -126]),
+                         torch.tensor([3.4e38]), torch.tensor([float("inf")]), torch.tensor([float("nan")]),
+                         torch.tensor([-1.5])]
+    for ts in tensor_scales:
+        kw = {} if ts is None else {"tensor_scale": ts}
+        kwg = {} if ts is None else {"tensor_scale": ts.cuda()}
+        cpu = deepwell.dequantize(data, scales, fmt, out_dtype=out_dtype, **kw)
+        gpu = deepwell.dequantize(data.cuda(), scales.cuda(), fmt, out_dtype=out_dtype, **kwg)
+        assert_same((gpu,), (cpu,), f"dequantize {fmt} every code, tensor scale {ts} -> {out_dtype}")
+
+
 @pytest.mark.parametrize("fmt,elem", [("fp8_tensor", "e4m3"), ("fp8_tensor", "e5m2"), ("nvfp4", "e4m3")])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_onepass_larger_than_chip(fmt, elem, dtype, seed):
