@@ -32,6 +32,7 @@ TIMER = "graph"  # run_variants(graph=True) below; recorded in the JSON's "timin
 CASE_KEYS = ["op", "format", "transpose", "R", "K"]
 FORMATS = ["mxfp8", "mxfp4", "nvfp4", "fp8_block1x128", "fp8_block128x128", "fp8_row",
            "fp8_tensor", "fp8_tensor+amax", "nvfp4+amax"]
+DEQUANT_FORMATS = ["mxfp8", "mxfp4", "nvfp4"]  # to bf16
 BLOCK_ROWS = {"mxfp8": 32, "mxfp4": 32, "nvfp4": 16}  # R multiple needed for the transposed copy
 TOL = {"mxfp4": 0.25, "nvfp4": 0.25}
 
@@ -46,8 +47,9 @@ def cases(smoke: bool, cpu: bool = False):
             for transpose in (False, True):
                 yield {"op": "quantize", "format": fmt, "transpose": transpose, "R": R, "K": K,
                        "device": dev}
-        yield {"op": "dequantize", "format": "mxfp8", "transpose": False, "R": R, "K": K,
-               "device": dev}
+        for fmt in DEQUANT_FORMATS[:1] if smoke else DEQUANT_FORMATS:
+            yield {"op": "dequantize", "format": fmt, "transpose": False, "R": R, "K": K,
+                   "device": dev}
 
 
 def _copy_variant(nbytes: int, dev: str, name: str = "copy", unit: int = 256) -> Variant:
@@ -112,9 +114,13 @@ def run(case: dict) -> dict:
             x = gen_x(seed)[0]
             return tuple(dw.quantize(x, fmt)) + (x,)
 
-        fn = lambda data, scales, x: dw.dequantize(data, scales, fmt, out_dtype="bfloat16")  # noqa: E731
-        check = lambda out, args: common.rel_err(out, args[2].double())  # noqa: E731
-        tol = 0.05
+        if fmt == "nvfp4":  # (data, scales, tensor scale, x)
+            fn = lambda data, scales, ts, x: dw.dequantize(  # noqa: E731
+                data, scales, fmt, tensor_scale=ts, out_dtype="bfloat16")
+        else:
+            fn = lambda data, scales, x: dw.dequantize(data, scales, fmt, out_dtype="bfloat16")  # noqa: E731
+        check = lambda out, args: common.rel_err(out, args[-1].double())  # noqa: E731
+        tol = TOL.get(fmt, 0.05)
     else:
         outs = dw.quantize(x0, fmt, transpose=transpose)
         out_bytes = sum(t.numel() * t.element_size() for t in outs)
