@@ -81,6 +81,23 @@ __device__ __forceinline__ void store_lane(void* out, int n, const uint4 (&w)[kO
   }
 }
 
+// Output pair i (elements 2i, 2i + 1) of a chunk from two products that are not NaN: two fp32
+// words, or one word of two 16-bit values rounded to nearest even by the hardware's pack (equal to
+// to_bf16_bits / to_f16_bits off NaN).
+template <DType Out>
+__device__ __forceinline__ void put_pair(float a, float b, uint32_t* ou, int i) {
+  if constexpr (Out == DType::kF32) {
+    ou[2 * i] = fbits(a);
+    ou[2 * i + 1] = fbits(b);
+  } else if constexpr (Out == DType::kBF16) {
+    const __nv_bfloat162 p = __floats2bfloat162_rn(a, b);
+    ou[i] = *reinterpret_cast<const uint32_t*>(&p);
+  } else {
+    const __half2 p = __floats2half2_rn(a, b);
+    ou[i] = *reinterpret_cast<const uint32_t*>(&p);
+  }
+}
+
 // No NaN among 16 fp8 codes (4 words): e4m3 NaN is 0x7f / 0xff, e5m2 NaN has |code| > 0x7c.
 template <Elem E>
 __device__ __forceinline__ bool fp8_codes_finite_or_inf(const uint32_t (&w)[4]) {
@@ -106,18 +123,8 @@ __device__ __forceinline__ void decode_fp8_plain(const uint32_t (&w)[4], float s
     const auto pair = static_cast<__nv_fp8x2_storage_t>(w[i / 2] >> (16 * (i % 2)));
     const __half2_raw h =
         __nv_cvt_fp8x2_to_halfraw2(pair, E == Elem::kE4M3 ? __NV_E4M3 : __NV_E5M2);
-    const float a = __fmul_rn(__half2float(__ushort_as_half(h.x)), scale);
-    const float b = __fmul_rn(__half2float(__ushort_as_half(h.y)), scale);
-    if constexpr (Out == DType::kF32) {
-      ou[2 * i] = fbits(a);
-      ou[2 * i + 1] = fbits(b);
-    } else if constexpr (Out == DType::kBF16) {
-      const __nv_bfloat162 p = __floats2bfloat162_rn(a, b);
-      ou[i] = *reinterpret_cast<const uint32_t*>(&p);
-    } else {
-      const __half2 p = __floats2half2_rn(a, b);
-      ou[i] = *reinterpret_cast<const uint32_t*>(&p);
-    }
+    put_pair<Out>(__fmul_rn(__half2float(__ushort_as_half(h.x)), scale),
+                  __fmul_rn(__half2float(__ushort_as_half(h.y)), scale), ou, i);
   }
 }
 
@@ -193,18 +200,8 @@ __device__ __forceinline__ void decode_fp4_plain(const uint32_t (&w)[4], float m
   const float m = kNv ? m2 : m1;
 #pragma unroll
   for (int i = 0; i < kChunk / 2; ++i) {
-    const float a = __fmul_rn(__uint_as_float(e[i] << 16), m);
-    const float b = __fmul_rn(__uint_as_float(e[i] & 0xffff0000u), m);
-    if constexpr (Out == DType::kF32) {
-      ou[2 * i] = fbits(a);
-      ou[2 * i + 1] = fbits(b);
-    } else if constexpr (Out == DType::kBF16) {
-      const __nv_bfloat162 q = __floats2bfloat162_rn(a, b);
-      ou[i] = *reinterpret_cast<const uint32_t*>(&q);
-    } else {
-      const __half2 q = __floats2half2_rn(a, b);
-      ou[i] = *reinterpret_cast<const uint32_t*>(&q);
-    }
+    put_pair<Out>(__fmul_rn(__uint_as_float(e[i] << 16), m),
+                  __fmul_rn(__uint_as_float(e[i] & 0xffff0000u), m), ou, i);
   }
 }
 
