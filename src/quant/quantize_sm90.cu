@@ -77,7 +77,7 @@ __device__ __forceinline__ int tpg_of(const GroupParams& p) {
 
 // kFp8Tensor: the tensor scale; kNvfp4: s_t; 0 for the other formats. `first`: the thread that
 // writes it where the caller gave the amax.
-template <class In, Elem E, int kF = -1>
+template <Elem E, int kF = -1>
 __device__ __forceinline__ float group_tensor_scale(const GroupParams& p, bool first) {
   float tensor_s = 0.0f;
   const QuantFormat f = format_of<kF>(p);
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(256, 4) quantize_groups_kernel(const GroupPara
     n[i] = rl < p.row_half && rli < p.launch_rows ? ncols : 0;
     x[i].load(static_cast<const In*>(p.x) + (n[i] ? (p.row0 + rli) * p.row_stride + c0 : 0), n[i]);
   }
-  const float tensor_s = group_tensor_scale<In, E>(p, t == 0);
+  const float tensor_s = group_tensor_scale<E>(p, t == 0);
   // kNvfp4's block-scale divisions, hoisted for 16-bit inputs (f32 keeps the IEEE divisions: its
   // instance would need a stack frame at 64 registers)
   const Fp32Divider by6(6.0f), by_st(tensor_s);
@@ -212,7 +212,7 @@ __global__ void __launch_bounds__(256, 4) quantize_chunks_kernel(const GroupPara
       x[k].w[4 * h + 3] = u.w;
     }
   }
-  const float tensor_s = group_tensor_scale<In, E, kF>(p, first == 0);
+  const float tensor_s = group_tensor_scale<E, kF>(p, first == 0);
   const Fp32Divider by6(6.0f), by_st(tensor_s);
   const int tpg = tpg_of<kF>(p);
 #pragma unroll
