@@ -322,6 +322,27 @@ constexpr bool kSplitTail<FwdTileD128Wide> = true;
 // the launcher refuses one planned for a call that breaks it.
 template <class Tile>
 struct DenseOnly : Tile {};
+
+// The DenseOnly twins whose consumers run their tiles back to back (Mainloop::compute_tiles_cross
+// in fwd_sm90_mainloop.cuh): each tile's last P V is issued with the next tile's first Q K^T, and
+// the next tile's first softmax runs while that P V does, instead of every warpgroup starting
+// each tile from an empty pipe after its epilogue. In a dense call every tile runs the same key
+// blocks, so a tile boundary is one more key step. The per-tile cost this hides was ~1.3 key
+// steps of d = 128's long-key tile (the sweep's rate from 2k to 4k keys, 648 -> 673 TFLOP/s:
+// 7 % of a 2k-key tile). Measured (H200 A/B x cuDNN, bench/ab.py --regime sweep, the twin
+// compiled with and without it; perf-notes attention item 67): FwdTileD128Long non-causal 2k
+// 1.030 -> 1.069, 4k 1.029 -> 1.063; FwdTile<128> 512 1.044 -> 1.105, 1k 1.053 -> 1.107;
+// FwdTile<64> 512 1.037 -> 1.062, 1k 1.041 -> 1.058, 2k 1.134 -> 1.147. The FixedLength twin of
+// FwdTileD128Long (causal) with the same boundary (first blocks masked, empty tiles stored on the
+// way) measured within -0.9 / +0.4 % at 2k-16k and keeps compute().
+template <class Tile>
+constexpr bool kCrossTile = false;
+template <>
+constexpr bool kCrossTile<FwdTile<64>> = true;
+template <>
+constexpr bool kCrossTile<FwdTile<128>> = true;
+template <>
+constexpr bool kCrossTile<FwdTileD128Long> = true;
 // Whether a call may run a DenseOnly twin of a tile of block_n keys: fixed lengths, no mask or
 // window, keys a multiple of block_n, no split-KV (splits == 1) and no split tail.
 constexpr bool dense_only_applies(bool varlen, long long window_left, long long window_right,

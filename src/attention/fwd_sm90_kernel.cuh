@@ -94,6 +94,10 @@ __global__ void __launch_bounds__(Traits::kNumThreads, Traits::kCtasPerSm)
     const int thread_idx = threadIdx.x - 128;
     if (Mainloop<T>::takes_turns(p)) Mainloop<T>::Turns::init(thread_idx / 128);
     typename Pipeline::PipelineState k_state, v_state;
+    if constexpr (T::kCrossTile) {
+      Mainloop<T>::compute_tiles_cross(p, ss, pipe_k, pipe_v, k_state, v_state, thread_idx);
+      return;
+    }
     int q_tiles = 0;  // tiles whose Q this thread has used: Q stage q_tiles % kQStages is next
     for (int round = 0, t = tile_of_round(0); t < p.num_tiles; t = tile_of_round(++round)) {
       const TileCoord tc = tile_coord(p, t);

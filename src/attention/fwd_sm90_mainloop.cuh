@@ -22,6 +22,7 @@
 
 #include <limits>
 
+#include "attention/fwd_sm90_epilogue.cuh"
 #include "attention/fwd_sm90_scheduler.cuh"
 #include "attention/fwd_sm90_softmax.cuh"
 
@@ -309,6 +310,183 @@ struct Mainloop {
 
     softmax.finalize(p.softmax_scale, o_scale, lse);
     rescale_o();  // by 1 / row sum
+  }
+
+  // ------------------------------------------------------------------- consumer, tiles back to back
+  // Every tile of this CTA (DenseOnly twins with kCrossTile, fwd_sm90_config.hpp): compute() and
+  // the epilogue per tile, except at the boundary between two tiles, where
+  //   wait K'[first];  issue S' = Q' K'[first]^T;  wait V[last];  issue O += P V[last];  wait S';
+  //   finalize this tile's softmax;  softmax of S' (fresh state);  wait PV;  O /= row sum;
+  //   store O (epilogue);  P = P'
+  // so the next tile's first Q K^T and softmax run under this tile's last P V, and a warpgroup
+  // keeps its place against the other one across tiles (compute() starts both from an empty pipe
+  // at every tile, in step). Turn-taking warpgroups take one turn for the boundary's two issues,
+  // as for a key step's. Q is released after a tile's last Q K^T, not after its epilogue.
+  template <class Params>
+  __device__ static void compute_tiles_cross(Params const& p, typename T::SharedStorage& ss,
+                                             Pipeline& pipe_k, Pipeline& pipe_v,
+                                             PipelineState& k_state, PipelineState& v_state,
+                                             int thread_idx) {
+    static_assert(T::kDenseOnly && !T::kRescaleBeforePV && T::kLateVWait,
+                  "cross-tile consumers: dense calls, the rescale after the P V wait");
+    typename T::TiledMmaQK mma_qk;
+    typename T::TiledMmaPV mma_pv;
+    const int wg_thread0 = __shfl_sync(0xffffffff, thread_idx / 128, 0) * 128;
+    auto wg_qk = mma_qk.get_thread_slice(wg_thread0);
+    auto wg_pv = mma_pv.get_thread_slice(wg_thread0);
+    Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename T::SmemLayoutK{});
+    Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename T::SmemLayoutVt{});
+    Tensor tSrK = wg_qk.partition_fragment_B(sK);
+    Tensor tOrV = wg_pv.partition_fragment_B(sVt);
+    auto q_operand = [&](int q_tiles) {
+      const int q_stage = q_tiles % T::kQStages;
+      Tensor sQ = make_tensor(
+          make_smem_ptr(ss.q.data() + q_stage * cosize_v<typename T::SmemLayoutQ>),
+          typename T::SmemLayoutQ{});
+      return wg_qk.partition_fragment_A(sQ);
+    };
+    auto wait_q = [&](int q_tiles) {
+      cutlass::arch::ClusterTransactionBarrier::wait(&ss.q_full[q_tiles % T::kQStages],
+                                                     (q_tiles / T::kQStages) & 1);
+    };
+    auto to_operand_a = [&](auto& tSrS) {
+      Tensor tOrP = make_tensor<Element>(acc_as_operand_a(tSrS.layout()));
+      constexpr int kN = decltype(size(tSrS))::value;
+      auto converted = cutlass::NumericArrayConverter<Element, float, kN>{}(
+          *reinterpret_cast<cutlass::Array<float, kN> const*>(tSrS.data()));
+      *reinterpret_cast<cutlass::Array<Element, kN>*>(tOrP.data()) = converted;
+      return tOrP;
+    };
+    using Softmax = OnlineSoftmax<2, T::kConditionalRescale, T::kTreeSoftmax>;
+
+    // The tile of `round` or, past any without work (as next_work: none in a dense call), the
+    // next one.
+    TileCoord tc;
+    SeqInfo seq;
+    int n_lo = 0, n_hi = 0;
+    auto find_tile = [&](int& round, TileCoord& c, SeqInfo& sq, int& lo, int& hi) {
+      for (int t = tile_of_round(round); t < p.num_tiles; t = tile_of_round(++round)) {
+        c = tile_coord(p, t);
+        sq = seq_info<kBlockM, kBlockN>(p, c.batch);
+        if (tile_row0<kBlockM>(sq, c.m_block) >= sq.seqlen_q) continue;  // as next_work
+        key_block_range<kBlockM, kBlockN>(p, sq, c, &lo, &hi);
+        if (hi > lo) return true;
+      }
+      return false;
+    };
+    int round = 0;
+    if (!find_tile(round, tc, seq, n_lo, n_hi)) return;
+    int q_tiles = 0;
+    const int wg = thread_idx / 128;
+    const bool pingpong = takes_turns(p);
+
+    Tensor tOrO = partition_fragment_C(mma_pv, select<0, 1>(typename T::TileShapePV{}));
+    Softmax softmax(p.scale_log2);
+    float o_scale[2];
+    auto rescale_o = [&](float const (&scale)[2]) {
+      Tensor o = make_tensor(tOrO.data(), rowcol(tOrO.layout()));
+      CUTE_UNROLL
+      for (int r = 0; r < size<0>(o); ++r) {
+        CUTE_UNROLL
+        for (int c = 0; c < size<1>(o); ++c) o(r, c) *= scale[r];
+      }
+    };
+    auto softmax_step = [&](auto& tSrS) {  // no block of a dense call needs a mask
+      Tensor s = make_tensor(tSrS.data(), rowcol(tSrS.layout()));
+      return softmax.step(s, o_scale);
+    };
+
+    // The first tile's first key block, alone.
+    auto tSrQ = q_operand(q_tiles);
+    Tensor tSrS = partition_fragment_C(mma_qk, select<0, 1>(typename T::TileShapeQK{}));
+    wait_q(q_tiles);
+    pipe_k.consumer_wait(k_state);
+    if (pingpong) Turns::wait_turn(wg);
+    wgmma<-1>(mma_qk, tSrQ, tSrK(_, _, _, k_state.index()), tSrS, true);
+    if (pingpong) Turns::pass_turn(wg);
+    warpgroup_wait<0>();
+    pipe_k.consumer_release(k_state);
+    ++k_state;
+    softmax_step(tSrS);
+    Tensor tOrP = to_operand_a(tSrS);
+    bool first_pv = true;
+
+    // One key block of the current tile, as compute()'s key_step.
+    auto key_step = [&]() {
+      Tensor tSrS_next = partition_fragment_C(mma_qk, select<0, 1>(typename T::TileShapeQK{}));
+      pipe_k.consumer_wait(k_state);
+      if (pingpong) Turns::wait_turn(wg);
+      wgmma<-1>(mma_qk, tSrQ, tSrK(_, _, _, k_state.index()), tSrS_next, true);
+      pipe_v.consumer_wait(v_state);
+      wgmma<-1>(mma_pv, tOrP, tOrV(_, _, _, v_state.index()), tOrO, first_pv);
+      if (pingpong) Turns::pass_turn(wg);
+      first_pv = false;
+      warpgroup_wait<1>();  // S ready; P V still running
+      pipe_k.consumer_release(k_state);
+      ++k_state;
+      const bool rescale = softmax_step(tSrS_next);
+      if constexpr (T::kPinPvWait) {
+        pin_after_softmax(softmax.row_sum, cute::cast_smem_ptr_to_uint(&ss.pin));
+      }
+      warpgroup_wait<0>();  // P V done: O may be rescaled, V's stage released
+      pipe_v.consumer_release(v_state);
+      ++v_state;
+      if (rescale) rescale_o(o_scale);
+      tOrP = to_operand_a(tSrS_next);
+    };
+
+    while (true) {
+      for (int n = n_hi - 2; n >= n_lo; --n) key_step();
+      // This tile's last Q K^T is done: its Q stage may load the tile after next.
+      cutlass::arch::ClusterBarrier::arrive(&ss.q_empty[q_tiles % T::kQStages]);
+      ++q_tiles;
+      // The row sums are final (the last block's P is in them; its P V does not change them).
+      float inv_sum[2], lse[2];
+      softmax.finalize(p.softmax_scale, inv_sum, lse);
+      TileCoord tc_next;
+      SeqInfo seq_next;
+      ++round;
+      if (!find_tile(round, tc_next, seq_next, n_lo, n_hi)) {
+        pipe_v.consumer_wait(v_state);
+        if (pingpong) Turns::wait_turn(wg);
+        wgmma<-1>(mma_pv, tOrP, tOrV(_, _, _, v_state.index()), tOrO, first_pv);
+        if (pingpong) Turns::pass_turn(wg);
+        warpgroup_wait<0>();
+        pipe_v.consumer_release(v_state);
+        ++v_state;
+        rescale_o(inv_sum);
+        Epilogue<T>::store(p, ss, output_coord(p, tc), seq, thread_idx, tOrO, lse);
+        break;
+      }
+      tSrQ = q_operand(q_tiles);
+      Tensor tSrS_next = partition_fragment_C(mma_qk, select<0, 1>(typename T::TileShapeQK{}));
+      wait_q(q_tiles);
+      pipe_k.consumer_wait(k_state);
+      if (pingpong) Turns::wait_turn(wg);
+      wgmma<-1>(mma_qk, tSrQ, tSrK(_, _, _, k_state.index()), tSrS_next, true);
+      pipe_v.consumer_wait(v_state);
+      wgmma<-1>(mma_pv, tOrP, tOrV(_, _, _, v_state.index()), tOrO, first_pv);
+      if (pingpong) Turns::pass_turn(wg);
+      warpgroup_wait<1>();  // S' ready; this tile's last P V still running
+      pipe_k.consumer_release(k_state);
+      ++k_state;
+      softmax = Softmax(p.scale_log2);
+      softmax_step(tSrS_next);  // a tile's first block rescales nothing
+      if constexpr (T::kPinPvWait) {
+        pin_after_softmax(softmax.row_sum, cute::cast_smem_ptr_to_uint(&ss.pin));
+      }
+      warpgroup_wait<0>();
+      pipe_v.consumer_release(v_state);
+      ++v_state;
+      rescale_o(inv_sum);
+      Epilogue<T>::store(p, ss, output_coord(p, tc), seq, thread_idx, tOrO, lse);
+      tOrP = to_operand_a(tSrS_next);
+      first_pv = true;
+      tc = tc_next;
+      seq = seq_next;
+    }
+    // Shared memory must outlive the last TMA store's reads.
+    if (thread_idx % 128 == 0) Epilogue<T>::wait_store_read();
   }
 };
 

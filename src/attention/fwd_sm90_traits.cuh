@@ -29,6 +29,8 @@ struct FwdTraits {
   // Compiled for fixed-length calls only (FixedLength or DenseOnly): no varlen, split-KV, tail,
   // by-row store or shifted-tile code.
   static constexpr bool kFixedLength = UnwrapTile<TileArg>::kFixedLength;
+  // DenseOnly twins whose consumers run their tiles back to back (kCrossTile).
+  static constexpr bool kCrossTile = kDenseOnly && sm90::kCrossTile<Tile>;
   using Element = Element_;  // cutlass::bfloat16_t or cutlass::half_t
   using Accum = float;
   static constexpr int kHeadDim = kHeadDim_;

@@ -488,6 +488,46 @@ def test_dense_twin(shape, monkeypatch, seed):
             assert masked and not any("DenseOnly" in n for n in masked), masked
 
 
+CROSS_TILE_SHAPES = [  # (B, Sq, Sk, Hq, Hkv, D): dense calls on the three back-to-back twins
+    (1, 1000, 2048, 2, 1, 128),  # d = 128's long-key tile: the last m-block of each head partial
+    (3, 300, 2176, 6, 2, 128),   # the same tile, GQA 3:1, 17 key blocks
+    (2, 129, 4096, 3, 3, 96),    # head dim 96, every second m-block one row
+    (2, 700, 1024, 4, 2, 128),   # d = 128's tile below 2k keys (turn-taking warpgroups)
+    (3, 65, 128, 5, 5, 128),     # one key block per tile: every step is a boundary
+    (1, 1000, 1024, 4, 2, 64),   # d = 64's 192-row tile (three warpgroups, turns)
+    (2, 400, 512, 3, 1, 48),     # head dim 48 on it, MQA
+]
+
+
+@pytest.mark.parametrize("max_grid", [1, 3, 7])
+@pytest.mark.parametrize("shape", CROSS_TILE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_dense_twin_tiles_back_to_back(shape, max_grid, monkeypatch, seed):
+    """The DenseOnly twins run a CTA's tiles back to back (kCrossTile, fwd_sm90_config.hpp: each
+    tile's last P V under the next tile's first Q K^T and softmax). On a capped grid every CTA
+    runs several tiles, so every boundary case is taken (a tile's first block after another
+    tile, partial and one-row m-blocks, the next tile on another head, one-block tiles, the last
+    tile alone): checked against the oracle, bitwise equal to the general instance, which runs
+    its tiles one by one (DEEPWELL_ATTN_DENSE=0), and repeatable; both dtypes."""
+    B, Sq, Sk, Hq, Hkv, D = shape
+    monkeypatch.setenv("DEEPWELL_ATTN_SPLITS", "1")
+    monkeypatch.setenv("DEEPWELL_ATTN_MAX_GRID", str(max_grid))
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    for dtype in (torch.bfloat16, torch.float16):
+        q = rand((B, Sq, Hq, D), dtype, g, scale=3.0)
+        k, v = rand((B, Sk, Hkv, D), dtype, g), rand((B, Sk, Hkv, D), dtype, g)
+        out, lse = check(q, k, v)
+        again = run(q, k, v)
+        assert torch.equal(out, again[0]) and torch.equal(lse, again[1]), "not bitwise repeatable"
+        monkeypatch.setenv("DEEPWELL_ATTN_DENSE", "0")
+        general = run(q, k, v)
+        monkeypatch.delenv("DEEPWELL_ATTN_DENSE")
+        assert torch.equal(out, general[0]), "the back-to-back twin's O differs from the general one's"
+        assert torch.equal(lse, general[1]), "the back-to-back twin's LSE differs from the general one's"
+        names = attention_kernel_names(lambda: run(q, k, v))
+        if names:
+            assert all("DenseOnly" in n for n in names), names
+
+
 @pytest.mark.cuda_graph
 @pytest.mark.parametrize("shape", [(2, 1536, 1536, 16, 8, 64), (4, 1024, 2048, 8, 8, 128)],
                          ids=lambda s: "x".join(map(str, s)))
