@@ -458,6 +458,9 @@ struct Mainloop {
         Epilogue<T>::store(p, ss, output_coord(p, tc), seq, thread_idx, tOrO, lse);
         break;
       }
+      // The next tile's first Q K^T with this tile's last P V: key_step's issues and waits,
+      // written out again (the two sequences as one shared lambda give d = 64's twin another
+      // register allocation and schedule than the one measured).
       tSrQ = q_operand(q_tiles);
       Tensor tSrS_next = partition_fragment_C(mma_qk, select<0, 1>(typename T::TileShapeQK{}));
       wait_q(q_tiles);

@@ -444,6 +444,21 @@ def attention_kernel_names(fn):
     return kernel_names(fn, "attention_fwd_kernel")
 
 
+def check_dense_twin(q, k, v, monkeypatch):
+    """A dense call on its DenseOnly twin: checked against the oracle, bitwise repeatable and
+    bitwise equal to the general instance (DEEPWELL_ATTN_DENSE=0: the same arithmetic with less
+    code, tile by tile). Returns the twin's (out, lse)."""
+    out, lse = check(q, k, v)
+    again = run(q, k, v)
+    assert torch.equal(out, again[0]) and torch.equal(lse, again[1]), "not bitwise repeatable"
+    monkeypatch.setenv("DEEPWELL_ATTN_DENSE", "0")
+    general = run(q, k, v)
+    monkeypatch.delenv("DEEPWELL_ATTN_DENSE")
+    assert torch.equal(out, general[0]), "the dense twin's O differs from the general one's"
+    assert torch.equal(lse, general[1]), "the dense twin's LSE differs from the general one's"
+    return out, lse
+
+
 DENSE_SHAPES = [  # (B, Sq, Sk, Hq, Hkv, D): no mask, keys a multiple of the 128-key tile
     (2, 512, 512, 4, 4, 64),     # d = 64's 192-row tile, its last m-block 128 rows
     (1, 1000, 1024, 4, 2, 64),   # a partial last m-block, Sq != Sk, GQA 2:1
@@ -468,14 +483,7 @@ def test_dense_twin(shape, monkeypatch, seed):
         q = rand((B, Sq, Hq, D), dtype, g)
         kv = rand((B, Sk, 2, Hkv, D), dtype, g)
         k, v = kv[:, :, 0], kv[:, :, 1]  # strided views
-        out, lse = check(q, k, v)
-        again = run(q, k, v)
-        assert torch.equal(out, again[0]) and torch.equal(lse, again[1]), "not bitwise repeatable"
-        monkeypatch.setenv("DEEPWELL_ATTN_DENSE", "0")
-        general = run(q, k, v)
-        monkeypatch.delenv("DEEPWELL_ATTN_DENSE")
-        assert torch.equal(out, general[0]), "the dense twin's O differs from the general one's"
-        assert torch.equal(lse, general[1]), "the dense twin's LSE differs from the general one's"
+        out, lse = check_dense_twin(q, k, v, monkeypatch)
         wide = torch.full((B, Sq, Hq, 2 * D), float("nan"), device="cuda", dtype=dtype)
         o_view = wide[..., D:]  # out with a row stride of 2 * Hq * D
         deepwell.ops.forward_into(q, k, v, o_view, None)
@@ -515,14 +523,7 @@ def test_dense_twin_tiles_back_to_back(shape, max_grid, monkeypatch, seed):
     for dtype in (torch.bfloat16, torch.float16):
         q = rand((B, Sq, Hq, D), dtype, g, scale=3.0)
         k, v = rand((B, Sk, Hkv, D), dtype, g), rand((B, Sk, Hkv, D), dtype, g)
-        out, lse = check(q, k, v)
-        again = run(q, k, v)
-        assert torch.equal(out, again[0]) and torch.equal(lse, again[1]), "not bitwise repeatable"
-        monkeypatch.setenv("DEEPWELL_ATTN_DENSE", "0")
-        general = run(q, k, v)
-        monkeypatch.delenv("DEEPWELL_ATTN_DENSE")
-        assert torch.equal(out, general[0]), "the back-to-back twin's O differs from the general one's"
-        assert torch.equal(lse, general[1]), "the back-to-back twin's LSE differs from the general one's"
+        check_dense_twin(q, k, v, monkeypatch)
         names = attention_kernel_names(lambda: run(q, k, v))
         if names:
             assert all("DenseOnly" in n for n in names), names
